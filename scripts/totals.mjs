@@ -1,0 +1,26 @@
+// Prints "N passed, N failed, N skipped" from vitest's JSON report.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const reportPath = fileURLToPath(new URL('../.vitest-results.json', import.meta.url));
+
+export function printTotals() {
+  let report;
+  try {
+    report = JSON.parse(readFileSync(reportPath, 'utf8'));
+  } catch {
+    console.log('0 passed, 1 failed (no vitest report at .vitest-results.json)');
+    return 1;
+  }
+  const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+  // Suites that failed to load count as failures too: their tests never ran.
+  const brokenFiles = (report.testResults ?? []).filter(
+    (file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0,
+  ).length;
+  console.log(
+    `${report.numPassedTests} passed, ${report.numFailedTests + brokenFiles} failed, ${skipped} skipped`,
+  );
+  return 0;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) printTotals();

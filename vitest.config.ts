@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    reporters: ['default', ['json', { outputFile: '.vitest-results.json' }]],
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['integration/**/*.test.ts'],
+          globalSetup: ['integration/setup/global-etcd.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          // Two cores: timing-sensitive lease tests stay honest with at most two files at once.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
