@@ -1,0 +1,37 @@
+import { InvalidArgumentError } from './errors.js';
+import type { TokenInput } from './token.js';
+
+/** A value as a fenced store holds it: the last accepted write and the token it came with. */
+export interface FencedValue {
+  readonly value: string;
+  readonly token: bigint;
+}
+
+/**
+ * The smallest shape every fence adapter can offer: one string value per resource, written under
+ * a fencing token. The conformance suite drives adapters through it; each backend module also
+ * has richer, backend-specific helpers (fenced rows, fenced transactions, fenced Redis commands).
+ *
+ * Semantics every implementation must keep:
+ * - `write` applies the value iff `token >= highestToken(resource)` (or none is recorded), and
+ *   records `token` as the new highest, atomically with the write;
+ * - otherwise it rejects with `StaleTokenError` and changes nothing;
+ * - an invalid token rejects with `InvalidTokenError` before anything is sent;
+ * - resources are independent of each other.
+ */
+export interface FencedStore {
+  write(resource: string, token: TokenInput, value: string): Promise<void>;
+  read(resource: string): Promise<FencedValue | undefined>;
+  highestToken(resource: string): Promise<bigint | undefined>;
+}
+
+/** Resource names are opaque strings; the empty string is refused as almost always a bug. */
+export function checkResource(resource: unknown): string {
+  if (typeof resource !== 'string' || resource.length === 0) {
+    throw new InvalidArgumentError(
+      `invalid resource ${typeof resource === 'string' ? '""' : `of type ${typeof resource}`}: ` +
+        'a resource name must be a non-empty string',
+    );
+  }
+  return resource;
+}

@@ -1,0 +1,91 @@
+/**
+ * Every error the fence adapters throw extends {@link FenceError}: it has a stable `code`, a
+ * `name` equal to its class name, and the underlying failure as `cause`.
+ *
+ * A {@link StaleTokenError} is an expected outcome (a newer holder has written), not an
+ * infrastructure failure: driver and network errors pass through unchanged so callers can tell
+ * the two apart.
+ *
+ * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
+ * `Symbol.for` (the same one `@leasehold/core` uses), so they keep working when two copies of the
+ * package are installed.
+ */
+const BRAND = Symbol.for('leasehold.error');
+
+export type FenceErrorCode = 'INVALID_TOKEN' | 'STALE_TOKEN' | 'INVALID_ARGUMENT';
+
+export class FenceError extends Error {
+  declare readonly code: FenceErrorCode;
+
+  constructor(code: FenceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    Object.defineProperty(this, 'code', { value: code, enumerable: true });
+    Object.defineProperty(this, BRAND, { value: code });
+    this.name = new.target.name;
+  }
+}
+
+function hasCode(err: unknown, code?: FenceErrorCode): err is FenceError {
+  if (typeof err !== 'object' || err === null || !(BRAND in err)) return false;
+  return code === undefined || (err as Record<symbol, unknown>)[BRAND] === code;
+}
+
+/**
+ * The resource has already accepted a higher token: the caller's lock was lost and someone else
+ * has written since. The write was not applied.
+ */
+export class StaleTokenError extends FenceError {
+  constructor(
+    readonly resource: string,
+    readonly token: bigint,
+    /** The highest token the resource has accepted, or `undefined` when the store could not say. */
+    readonly highestToken: bigint | undefined,
+  ) {
+    super(
+      'STALE_TOKEN',
+      `stale fencing token ${token} for resource ${JSON.stringify(resource)}: ` +
+        (highestToken === undefined
+          ? 'the resource has accepted a higher token'
+          : `the resource has accepted token ${highestToken}`) +
+        '; only tokens >= the highest accepted are allowed',
+    );
+  }
+}
+
+/** A token that is not an integer in [1, 2^63-1]: the message names the value and the rule. */
+export class InvalidTokenError extends FenceError {
+  constructor(
+    readonly value: unknown,
+    reason: string,
+  ) {
+    super(
+      'INVALID_TOKEN',
+      `invalid fencing token ${describe(value)}: ${reason}; allowed: a bigint in [1, 2^63-1], ` +
+        'a canonical decimal string (no sign, spaces or leading zeros) in that range, ' +
+        'or a safe integer number >= 1',
+    );
+  }
+}
+
+/** Bad input other than a token: the message names the value and what is allowed. */
+export class InvalidArgumentError extends FenceError {
+  constructor(message: string) {
+    super('INVALID_ARGUMENT', message);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') return String(value);
+  if (value === null) return 'null';
+  return `of type ${typeof value}`;
+}
+
+export const isFenceError = (err: unknown): err is FenceError => hasCode(err);
+export const isStaleTokenError = (err: unknown): err is StaleTokenError =>
+  hasCode(err, 'STALE_TOKEN');
+export const isInvalidTokenError = (err: unknown): err is InvalidTokenError =>
+  hasCode(err, 'INVALID_TOKEN');
+export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
+  hasCode(err, 'INVALID_ARGUMENT');
