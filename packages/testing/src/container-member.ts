@@ -1,0 +1,110 @@
+import type { ContainerRuntimeClient } from 'testcontainers';
+import { EtcdHarnessError } from './errors.js';
+import { waitHealthy } from './health.js';
+import type { EtcdMember } from './types.js';
+import { delay, withDeadline } from './wait.js';
+
+type DockerContainer = ReturnType<ContainerRuntimeClient['container']['getById']>;
+
+const STOP_GRACE_SECONDS = 10;
+const ENGINE_CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * One etcd container on the host network. Lifecycle calls go straight to the engine's
+ * Docker-compatible API (testcontainers has no pause, and its stop() removes the container):
+ * the container and its data survive stop/kill, and with host networking the ports do too.
+ */
+export class ContainerMember implements EtcdMember {
+  private paused = false;
+
+  constructor(
+    readonly name: string,
+    readonly clientUrl: string,
+    private readonly container: DockerContainer,
+    private readonly startupTimeoutMs: number,
+  ) {}
+
+  get id(): string {
+    return this.container.id;
+  }
+
+  async stop(): Promise<void> {
+    await this.unpauseIfPaused();
+    await this.engine('stop', () => this.container.stop({ t: STOP_GRACE_SECONDS }), [304]);
+    await this.waitNotRunning();
+  }
+
+  async start(): Promise<void> {
+    await this.engine('start', () => this.container.start(), [304]);
+    await waitHealthy(this.clientUrl, { deadlineMs: this.startupTimeoutMs });
+  }
+
+  async pause(): Promise<void> {
+    await this.engine('pause', () => this.container.pause());
+    this.paused = true;
+  }
+
+  async resume(): Promise<void> {
+    await this.engine('unpause', () => this.container.unpause());
+    this.paused = false;
+  }
+
+  async kill(): Promise<void> {
+    await this.unpauseIfPaused();
+    // 409: not running (already stopped or killed); the goal is reached either way.
+    await this.engine('kill', () => this.container.kill({ signal: 'SIGKILL' }), [304, 409]);
+    await this.waitNotRunning();
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Force-removes the container and its anonymous volumes; a missing container is fine. */
+  async remove(): Promise<void> {
+    await this.unpauseIfPaused().catch(() => {});
+    await this.engine('remove', () => this.container.remove({ force: true, v: true }), [404, 409]);
+  }
+
+  private async unpauseIfPaused(): Promise<void> {
+    if (this.paused) await this.resume();
+  }
+
+  /** `kill`/`stop` return once signalled; `start` needs the container really stopped. */
+  private async waitNotRunning(): Promise<void> {
+    const deadline = performance.now() + ENGINE_CALL_TIMEOUT_MS;
+    for (;;) {
+      const info = await this.engine('inspect', () => this.container.inspect());
+      if (!info || !info.State.Running) return;
+      if (performance.now() > deadline) {
+        throw new EtcdHarnessError(
+          'ETCD_TIMEOUT',
+          `container of etcd member ${this.name} (${this.id.slice(0, 12)}) still running ${ENGINE_CALL_TIMEOUT_MS} ms after stop/kill`,
+        );
+      }
+      await delay(50);
+    }
+  }
+
+  /** Runs an engine call with a deadline; HTTP statuses in `ok` count as success. */
+  private async engine<T>(
+    action: string,
+    call: () => Promise<T>,
+    ok: number[] = [],
+  ): Promise<T | undefined> {
+    try {
+      return await withDeadline(call(), ENGINE_CALL_TIMEOUT_MS, `container ${action} of ${this.name}`);
+    } catch (error) {
+      const status = (error as { statusCode?: unknown }).statusCode;
+      if (typeof status === 'number' && ok.includes(status)) return undefined;
+      throw new EtcdHarnessError(
+        'ETCD_ENGINE_ERROR',
+        `container engine refused to ${action} etcd member ${this.name} (${this.id.slice(0, 12)}): ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    }
+  }
+}

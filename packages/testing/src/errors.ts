@@ -1,0 +1,29 @@
+/**
+ * The one error class of this package. `code` tells failures apart without parsing messages;
+ * messages say what went wrong and how to fix it.
+ */
+export type EtcdHarnessErrorCode =
+  | 'ETCD_UNAVAILABLE' // no provider could be used, or the requested one is missing
+  | 'ETCD_INVALID_OPTION' // an option or env value is not allowed
+  | 'ETCD_STARTUP_FAILED' // etcd exited or reported an error while starting
+  | 'ETCD_ENGINE_ERROR' // the container engine refused a call
+  | 'ETCD_TIMEOUT'; // a wait ran past its deadline
+
+export class EtcdHarnessError extends Error {
+  override readonly name = 'EtcdHarnessError';
+  readonly code: EtcdHarnessErrorCode;
+
+  constructor(code: EtcdHarnessErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Duck-typed so it survives two copies of this package in one process. */
+export function isEtcdHarnessError(value: unknown): value is EtcdHarnessError {
+  return (
+    value instanceof Error &&
+    value.name === 'EtcdHarnessError' &&
+    typeof (value as { code?: unknown }).code === 'string'
+  );
+}

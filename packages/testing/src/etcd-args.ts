@@ -1,0 +1,58 @@
+/** Ports and paths of one member; chosen by the harness so nothing depends on 2379/2380. */
+export interface MemberSpec {
+  name: string;
+  clientPort: number;
+  peerPort: number;
+  dataDir: string;
+}
+
+export const HEARTBEAT_INTERVAL_MS = 100;
+export const ELECTION_TIMEOUT_MS = 1000;
+
+export function clientUrlOf(member: Pick<MemberSpec, 'clientPort'>): string {
+  return `http://127.0.0.1:${member.clientPort}`;
+}
+
+export function peerUrlOf(member: Pick<MemberSpec, 'peerPort'>): string {
+  return `http://127.0.0.1:${member.peerPort}`;
+}
+
+/**
+ * etcd flags for `member` in a cluster of `all`. Everything listens on loopback only (other
+ * processes on the machine may use the same ports on other interfaces, and tests must not be
+ * reachable from outside). Heartbeat and election timeout are etcd's defaults, spelled out
+ * because lease-TTL facts in the design (2 s minimum TTL) depend on them. The same flags are
+ * used for a restart: etcd ignores the `--initial-*` flags once its data dir holds a WAL.
+ */
+export function buildEtcdArgs(member: MemberSpec, all: MemberSpec[], clusterToken: string): string[] {
+  const initialCluster = all.map((m) => `${m.name}=${peerUrlOf(m)}`).join(',');
+  return [
+    '--name',
+    member.name,
+    '--data-dir',
+    member.dataDir,
+    '--listen-client-urls',
+    clientUrlOf(member),
+    '--advertise-client-urls',
+    clientUrlOf(member),
+    '--listen-peer-urls',
+    peerUrlOf(member),
+    '--initial-advertise-peer-urls',
+    peerUrlOf(member),
+    '--initial-cluster',
+    initialCluster,
+    '--initial-cluster-state',
+    'new',
+    '--initial-cluster-token',
+    clusterToken,
+    '--heartbeat-interval',
+    String(HEARTBEAT_INTERVAL_MS),
+    '--election-timeout',
+    String(ELECTION_TIMEOUT_MS),
+  ];
+}
+
+/** Member names: `etcd1`, `etcd2`, ... */
+export function memberName(index: number): string {
+  return `etcd${index + 1}`;
+}

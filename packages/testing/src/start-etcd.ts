@@ -1,0 +1,57 @@
+import { startBinaryCluster } from './binary-provider.js';
+import { makeCluster } from './cluster.js';
+import { startContainerCluster } from './container-provider.js';
+import { findEngine } from './engine.js';
+import { EtcdHarnessError } from './errors.js';
+import { findEtcdBinary } from './find-binary.js';
+import { parseEndpoints, resolveOptions, type ResolvedEtcdOptions } from './options.js';
+import { selectProvider, systemProbes } from './provider.js';
+import type { EtcdCluster, StartEtcdOptions } from './types.js';
+
+// A free port can be taken by someone else between our probe and etcd's bind; that race is the
+// only startup failure worth retrying, with fresh ports.
+const PORT_RACE = /address already in use/i;
+const MAX_ATTEMPTS = 3;
+
+/**
+ * Starts (or, for 'external', connects to) an etcd for tests. Close the result, or use
+ * `await using`, to remove everything it started.
+ */
+export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdCluster> {
+  const resolved = resolveOptions(options);
+  resolved.signal?.throwIfAborted();
+  const provider = await selectProvider(resolved.provider, systemProbes(resolved.binary));
+  if (provider === 'external') {
+    const endpoints = parseEndpoints(process.env.ETCD_ENDPOINTS);
+    resolved.log(`[leasehold/testing] etcd external: ${endpoints.join(',')}`);
+    // Not ours: nothing to stop or remove on close.
+    return makeCluster('external', endpoints, [], async () => {});
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOwned(provider, resolved);
+    } catch (error) {
+      const retry =
+        attempt < MAX_ATTEMPTS &&
+        !resolved.signal?.aborted &&
+        error instanceof Error &&
+        PORT_RACE.test(error.message);
+      if (!retry) throw error;
+      resolved.log(`[leasehold/testing] port taken during startup, retrying with new ports`);
+    }
+  }
+}
+
+async function startOwned(
+  provider: 'container' | 'binary',
+  options: ResolvedEtcdOptions,
+): Promise<EtcdCluster> {
+  if (provider === 'container') {
+    const engine = await findEngine();
+    if (!engine) throw new EtcdHarnessError('ETCD_UNAVAILABLE', 'the container engine went away');
+    return startContainerCluster(options, engine);
+  }
+  const binary = await findEtcdBinary(options.binary);
+  if (!binary) throw new EtcdHarnessError('ETCD_UNAVAILABLE', 'the etcd binary went away');
+  return startBinaryCluster(options, binary);
+}

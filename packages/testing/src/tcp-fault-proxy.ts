@@ -1,0 +1,130 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { FaultMode, FaultPolicy } from './forwarder.js';
+import { ProxyConnection, resetSocket, type ProxyTarget } from './proxy-connection.js';
+
+export type { FaultMode } from './forwarder.js';
+
+export interface TcpFaultProxyOptions {
+  /** `host:port` or `http://host:port`. */
+  target: string;
+  /** Port on 127.0.0.1; default: a free one. */
+  listenPort?: number;
+}
+
+const DEFAULT_DELAY_MS = 100;
+
+/**
+ * A TCP proxy on 127.0.0.1 that injects whole-connection faults between a client and a server:
+ * - 'pass'  forwards bytes as they come;
+ * - 'stall' holds all traffic both ways (new connections are accepted but nothing flows) until
+ *           the mode changes, then delivers it in order, like a network partition that heals;
+ * - 'delay' forwards every chunk `delayMs` after it arrived, in order;
+ * - 'reset' sends RST on every open connection and on each new one.
+ */
+export class TcpFaultProxy implements AsyncDisposable {
+  readonly url: string;
+  private readonly connections = new Set<ProxyConnection>();
+  private policy: FaultPolicy = { mode: 'pass', delayMs: DEFAULT_DELAY_MS };
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+    private readonly target: ProxyTarget,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  static async start(options: TcpFaultProxyOptions): Promise<TcpFaultProxy> {
+    const target = parseTarget(options.target);
+    // pauseOnConnect: no byte is read before the connection's forwarders apply the mode.
+    const server = createServer({ allowHalfOpen: true, pauseOnConnect: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: '127.0.0.1', port: options.listenPort ?? 0 }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    const proxy = new TcpFaultProxy(server, port, target);
+    server.on('connection', (socket) => proxy.accept(socket));
+    // A listening-socket error after start has no caller to report to; keep the process alive.
+    server.on('error', () => {});
+    return proxy;
+  }
+
+  get mode(): FaultMode {
+    return this.policy.mode;
+  }
+
+  /** Switches the fault mode for current and future connections. */
+  setMode(mode: FaultMode, options: { delayMs?: number } = {}): void {
+    if (!['pass', 'stall', 'delay', 'reset'].includes(mode)) {
+      throw new TypeError(`mode must be 'pass', 'stall', 'delay' or 'reset', got ${String(mode)}`);
+    }
+    const delayMs = options.delayMs ?? this.policy.delayMs;
+    if (!Number.isFinite(delayMs) || delayMs < 0) {
+      throw new TypeError(`delayMs must be a non-negative number, got ${String(delayMs)}`);
+    }
+    this.policy = { mode, delayMs };
+    for (const connection of [...this.connections]) {
+      if (mode === 'reset') connection.reset();
+      else connection.modeChanged();
+    }
+  }
+
+  /** Number of proxied connections currently open (useful to assert a client reconnected). */
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Stops listening and closes every connection. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      for (const connection of [...this.connections]) connection.destroy();
+    });
+    return this.closing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private accept(socket: Socket): void {
+    if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    if (this.policy.mode === 'reset') {
+      socket.on('error', () => {});
+      resetSocket(socket);
+      return;
+    }
+    const connection = new ProxyConnection(
+      socket,
+      this.target,
+      () => this.policy,
+      (closed) => this.connections.delete(closed),
+    );
+    this.connections.add(connection);
+  }
+}
+
+/** `host:port`, `http://host:port` or `[v6]:port` → host and port. */
+export function parseTarget(target: string): ProxyTarget {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(target) ? target : `tcp://${target}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new TypeError(`target must be host:port or http://host:port, got "${target}"`);
+  }
+  const port = Number(url.port);
+  if (!url.hostname || !Number.isInteger(port) || port <= 0) {
+    throw new TypeError(`target must include a host and a port, got "${target}"`);
+  }
+  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port };
+}
