@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_ETCD_IMAGE, parseEndpoints, resolveOptions } from './options.js';
+
+describe('resolveOptions', () => {
+  it('applies built-in defaults with an empty env', () => {
+    const r = resolveOptions({}, {});
+    expect(r).toMatchObject({
+      members: 1,
+      provider: 'auto',
+      image: DEFAULT_ETCD_IMAGE,
+      binary: undefined,
+      startupTimeoutMs: 30_000,
+    });
+    expect(DEFAULT_ETCD_IMAGE).toBe('quay.io/coreos/etcd:v3.4.23');
+  });
+
+  it('takes env defaults, and options win over env', () => {
+    const env = {
+      LEASEHOLD_ETCD_PROVIDER: 'binary',
+      LEASEHOLD_ETCD_IMAGE: 'localhost/etcd:3.4',
+      ETCD_BIN: '/opt/etcd',
+    };
+    expect(resolveOptions({}, env)).toMatchObject({
+      provider: 'binary',
+      image: 'localhost/etcd:3.4',
+      binary: '/opt/etcd',
+    });
+    expect(
+      resolveOptions({ provider: 'container', image: 'x:1', binary: '/b', members: 3 }, env),
+    ).toMatchObject({ provider: 'container', image: 'x:1', binary: '/b', members: 3 });
+  });
+
+  it('treats blank env values as unset', () => {
+    expect(resolveOptions({}, { LEASEHOLD_ETCD_PROVIDER: ' ', ETCD_BIN: '' })).toMatchObject({
+      provider: 'auto',
+      binary: undefined,
+    });
+  });
+
+  it('rejects invalid values with a message naming what is allowed', () => {
+    expect(() => resolveOptions({ members: 2 as 1 }, {})).toThrow(/members must be 1 or 3, got 2/);
+    expect(() => resolveOptions({}, { LEASEHOLD_ETCD_PROVIDER: 'docker' })).toThrow(
+      /provider must be one of external, container, binary, auto, got "docker" \(from LEASEHOLD_ETCD_PROVIDER\)/,
+    );
+    expect(() => resolveOptions({ startupTimeoutMs: 0 }, {})).toThrow(/startupTimeoutMs/);
+  });
+});
+
+describe('parseEndpoints', () => {
+  it('splits, trims, drops empties and adds http:// where missing', () => {
+    expect(parseEndpoints(undefined)).toEqual([]);
+    expect(parseEndpoints(' , ')).toEqual([]);
+    expect(parseEndpoints('127.0.0.1:2379, http://h:1,https://s:2')).toEqual([
+      'http://127.0.0.1:2379',
+      'http://h:1',
+      'https://s:2',
+    ]);
+  });
+});
