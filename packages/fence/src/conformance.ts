@@ -145,9 +145,7 @@ export function describeFenceConformance(
 
       await store().write(r, MAX_TOKEN, 'max');
       expect(await store().highestToken(r)).toBe(MAX_TOKEN);
-      await expect(store().write(r, MAX_TOKEN - 1n, 'max-1')).rejects.toSatisfy(
-        isStaleTokenError,
-      );
+      await expect(store().write(r, MAX_TOKEN - 1n, 'max-1')).rejects.toSatisfy(isStaleTokenError);
       expect(await store().read(r)).toEqual({ value: 'max', token: MAX_TOKEN });
     });
 

@@ -90,7 +90,9 @@ function fencedRowSQL(write: FencedRowWrite): { upsert: string; select: string }
     );
   }
   const columns = [...keys, ...sets, fence];
-  const placeholders = columns.map((_, i) => (i === columns.length - 1 ? `$${i + 1}::int8` : `$${i + 1}`));
+  const placeholders = columns.map((_, i) =>
+    i === columns.length - 1 ? `$${i + 1}::int8` : `$${i + 1}`,
+  );
   const updates = [...sets, fence].map((c) => `${c} = EXCLUDED.${c}`);
   const upsert =
     `INSERT INTO ${table} AS "target" (${columns.join(', ')}) VALUES (${placeholders.join(', ')}) ` +

@@ -28,15 +28,12 @@ export type RedisCommand = readonly [command: string, key: string, ...args: Redi
  */
 const ALLOWED: Readonly<Record<string, 'first' | 'all'>> = Object.fromEntries([
   ...['DEL', 'UNLINK'].map((c) => [c, 'all'] as const),
-  ...[
-    'SET', 'SETEX', 'PSETEX', 'SETNX', 'SETRANGE', 'APPEND', 'GETSET', 'GETDEL',
-    'INCR', 'INCRBY', 'INCRBYFLOAT', 'DECR', 'DECRBY', 'SETBIT',
-    'EXPIRE', 'PEXPIRE', 'EXPIREAT', 'PEXPIREAT', 'PERSIST',
-    'HSET', 'HSETNX', 'HDEL', 'HINCRBY', 'HINCRBYFLOAT',
-    'LPUSH', 'RPUSH', 'LPOP', 'RPOP', 'LSET', 'LTRIM', 'LREM', 'LINSERT',
-    'SADD', 'SREM', 'ZADD', 'ZREM', 'ZINCRBY', 'ZREMRANGEBYSCORE', 'ZREMRANGEBYRANK',
-    'XADD', 'XTRIM', 'XDEL', 'PFADD',
-  ].map((c) => [c, 'first'] as const),
+  ...`SET SETEX PSETEX SETNX SETRANGE APPEND GETSET GETDEL INCR INCRBY INCRBYFLOAT DECR DECRBY
+      SETBIT EXPIRE PEXPIRE EXPIREAT PEXPIREAT PERSIST HSET HSETNX HDEL HINCRBY HINCRBYFLOAT
+      LPUSH RPUSH LPOP RPOP LSET LTRIM LREM LINSERT SADD SREM ZADD ZREM ZINCRBY ZREMRANGEBYSCORE
+      ZREMRANGEBYRANK XADD XTRIM XDEL PFADD`
+    .split(/\s+/)
+    .map((c) => [c, 'first'] as const),
 ]);
 
 export interface FencedExec {
@@ -94,8 +91,11 @@ export async function fencedDel(
 }
 
 function encode(commands: readonly RedisCommand[]): { keys: string[]; argv: (string | Buffer)[] } {
-  if (!Array.isArray(commands as unknown) || commands.length === 0) {
-    throw new InvalidArgumentError('invalid commands []: allowed: one or more [command, key, ...args]');
+  const list: unknown = commands;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new InvalidArgumentError(
+      'invalid commands []: allowed: one or more [command, key, ...args]',
+    );
   }
   const keys: string[] = [];
   const argv: (string | Buffer)[] = [];

@@ -52,7 +52,12 @@ describe('sqlite upsertFencedRow (seed pattern)', () => {
     const db = new Database(':memory:');
     db.exec('CREATE TABLE accounts (id TEXT PRIMARY KEY, balance INTEGER, fence INTEGER)');
     db.exec("INSERT INTO accounts VALUES ('a', 1, NULL)");
-    upsertFencedRow(db, { table: 'accounts', key: { id: 'a' }, values: { balance: 2 }, token: 9007199254740993n });
+    upsertFencedRow(db, {
+      table: 'accounts',
+      key: { id: 'a' },
+      values: { balance: 2 },
+      token: 9007199254740993n,
+    });
     const err = caught(() =>
       upsertFencedRow(db, {
         table: 'accounts',

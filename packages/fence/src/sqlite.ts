@@ -38,7 +38,10 @@ export function fenceTableDDL(table: string = sqliteDefaults.fenceTable): string
 const cache = new WeakMap<SqliteDatabase, Map<string, BetterSqlite3.Statement>>();
 function prepare(db: SqliteDatabase, sql: string): BetterSqlite3.Statement {
   let statements = cache.get(db);
-  if (statements === undefined) cache.set(db, (statements = new Map()));
+  if (statements === undefined) {
+    statements = new Map<string, BetterSqlite3.Statement>();
+    cache.set(db, statements);
+  }
   let statement = statements.get(sql);
   if (statement === undefined) {
     statement = db.prepare(sql);
@@ -189,7 +192,13 @@ export function sqliteStore(db: SqliteDatabase, options: SqliteStoreOptions = {}
     async write(resource, token, value) {
       checkResource(resource);
       if (!viaTable) {
-        upsertFencedRow(db, { table: valueTable, key: { resource }, values: { value }, token, resource });
+        upsertFencedRow(db, {
+          table: valueTable,
+          key: { resource },
+          values: { value },
+          token,
+          resource,
+        });
         return;
       }
       const t = parseToken(token);
