@@ -11,13 +11,15 @@ export type LeaseholdErrorCode =
   | 'INVALID_ARGUMENT'
   | 'CONNECT_FAILED'
   | 'ETCD_UNAVAILABLE'
+  | 'ETCD_REQUEST_FAILED'
   | 'LEASE_LOST'
   | 'CLUSTER_CHANGED'
   | 'SESSION_CLOSED'
+  | 'CLIENT_CLOSED'
   | 'LOCK_TAKEN'
+  | 'LOCK_TIMEOUT'
   | 'LOCK_LOST'
-  | 'LOCK_RELEASED'
-  | 'NOT_LEADER';
+  | 'LOCK_RELEASED';
 
 export class LeaseholdError extends Error {
   declare readonly code: LeaseholdErrorCode;
@@ -60,14 +62,21 @@ export class EtcdUnavailableError extends LeaseholdError {
   }
 }
 
+/** etcd refused a request (permission denied, bad request, ...): retrying will not help. */
+export class EtcdRequestError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ETCD_REQUEST_FAILED', message, options);
+  }
+}
+
 /** Why a session stopped being trustworthy. */
-export type LeaseLostReason = 'deadline' | 'expired' | 'revoked' | 'cluster-changed' | 'closed';
+export type LeaseLostReason = 'deadline' | 'gone' | 'cluster-changed' | 'closed';
 
 /**
  * The session's lease can no longer be trusted to be alive. `reason` says why:
  * - `deadline`: no keepalive answer arrived before the local deadline;
- * - `expired`: etcd answered TTL <= 0 or "lease not found";
- * - `revoked`: the lease was revoked by someone else;
+ * - `gone`: etcd answered TTL <= 0 / "lease not found": it expired on the server or someone
+ *   else revoked it (etcd does not say which);
  * - `cluster-changed`: a response came from a different etcd cluster ({@link ClusterChangedError});
  * - `closed`: the session was closed by its owner ({@link SessionClosedError}).
  */
@@ -110,6 +119,65 @@ export class ClusterChangedError extends LeaseLostError {
   }
 }
 
+/** The client was closed; make a new one with `connect()`. */
+export class ClientClosedError extends LeaseholdError {
+  constructor() {
+    super('CLIENT_CLOSED', 'this leasehold client is closed; connect() again to make a new one');
+  }
+}
+
+/** `tryAcquire` found the lock held. Says by whom: the holder's key and fencing token. */
+export class LockTakenError extends LeaseholdError {
+  constructor(
+    readonly lockName: string,
+    readonly holderKey: string,
+    readonly holderToken: bigint,
+  ) {
+    super('LOCK_TAKEN', `lock ${JSON.stringify(lockName)} is held by ${holderKey} (token ${holderToken})`);
+  }
+}
+
+/** `acquire` waited `timeoutMs` without getting the lock; its place in the queue was removed. */
+export class LockTimeoutError extends LeaseholdError {
+  constructor(
+    readonly lockName: string,
+    readonly timeoutMs: number,
+  ) {
+    super('LOCK_TIMEOUT', `lock ${JSON.stringify(lockName)} was not acquired within ${timeoutMs} ms (timeoutMs)`);
+  }
+}
+
+/**
+ * Why a held lock (or a queued waiter) can no longer be trusted:
+ * - `session`: its session was lost (`cause` is the {@link LeaseLostError});
+ * - `deleted`: its key was deleted by someone else;
+ * - `overwritten`: its key was written by someone else;
+ * - `expired-in-queue`: the key vanished while waiting (the lease expired in the queue).
+ */
+export type LockLostReason = 'session' | 'deleted' | 'overwritten' | 'expired-in-queue';
+
+export class LockLostError extends LeaseholdError {
+  constructor(
+    readonly reason: LockLostReason,
+    readonly key: string,
+    readonly token: bigint,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super('LOCK_LOST', message, options);
+  }
+}
+
+/** The lock was released by its holder; its guard helpers no longer write. */
+export class LockReleasedError extends LeaseholdError {
+  constructor(
+    readonly key: string,
+    readonly token: bigint,
+  ) {
+    super('LOCK_RELEASED', `lock ${key} (token ${token}) was released; acquire it again to write`);
+  }
+}
+
 export const isLeaseholdError = (err: unknown): err is LeaseholdError => hasCode(err);
 export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
   hasCode(err, 'INVALID_ARGUMENT');
@@ -118,3 +186,9 @@ export const isLeaseLostError = (err: unknown): err is LeaseLostError =>
 export const isClusterChangedError = (err: unknown): err is ClusterChangedError =>
   hasCode(err, 'CLUSTER_CHANGED');
 export const isConnectError = (err: unknown): err is ConnectError => hasCode(err, 'CONNECT_FAILED');
+export const isLockTakenError = (err: unknown): err is LockTakenError => hasCode(err, 'LOCK_TAKEN');
+export const isLockLostError = (err: unknown): err is LockLostError => hasCode(err, 'LOCK_LOST');
+export const isLockTimeoutError = (err: unknown): err is LockTimeoutError =>
+  hasCode(err, 'LOCK_TIMEOUT');
+export const isLockReleasedError = (err: unknown): err is LockReleasedError =>
+  hasCode(err, 'LOCK_RELEASED');

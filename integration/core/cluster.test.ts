@@ -1,0 +1,59 @@
+import { connect, isClusterChangedError } from '@leasehold/core';
+import { startEtcd, TcpFaultProxy, type EtcdCluster } from '@leasehold/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sharedEndpoints } from '../setup/etcd.js';
+import { waitFor } from './util.js';
+
+describe('a session on a 3-member cluster', () => {
+  let cluster: EtcdCluster;
+  beforeAll(async () => {
+    cluster = await startEtcd({ members: 3 });
+  });
+  afterAll(() => cluster?.close());
+
+  it('survives one member paused, then one member killed', async () => {
+    await using client = await connect({ endpoints: cluster.endpoints, callTimeoutMs: 2_000 });
+    await using session = await client.session({ ttlSeconds: 5 });
+    const watchFor = async (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        expect(session.isLost).toBe(false);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+
+    await cluster.members[0]!.pause();
+    await watchFor(8_000); // longer than the TTL: keepalives must flow through the others
+    await cluster.members[0]!.resume();
+
+    await cluster.members[1]!.kill();
+    await watchFor(8_000);
+    const lock = await client.acquire('through-the-others', { timeoutMs: 10_000 });
+    expect(lock.token > 0n).toBe(true);
+    await lock.release();
+    await cluster.members[1]!.start();
+  }, 60_000);
+});
+
+describe('cluster identity', () => {
+  it('loses the session with ClusterChangedError when the cluster behind the endpoint changes', async () => {
+    await using other = await startEtcd({ members: 1 });
+    const shared = sharedEndpoints()[0]!;
+    let proxy = await TcpFaultProxy.start({ target: shared });
+    const port = proxy.port;
+    await using client = await connect({ endpoints: [proxy.url], callTimeoutMs: 1_000 });
+    const session = await client.session({ ttlSeconds: 5 });
+
+    // The same address now leads to a different cluster (as after a rebuild or restore).
+    await proxy.close();
+    proxy = await TcpFaultProxy.start({ target: other.endpoints[0]!, listenPort: port });
+    try {
+      await waitFor(() => session.signal.aborted, { timeoutMs: 10_000, what: 'session loss on cluster change' });
+      expect(isClusterChangedError(session.signal.reason)).toBe(true);
+      const err = await client.acquire('after-change').catch((e: unknown) => e);
+      expect(isClusterChangedError(err)).toBe(true);
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+});

@@ -1,0 +1,131 @@
+import { connect, isLeaseLostError, type LeaseLostError } from '@leasehold/core';
+import { TcpFaultProxy } from '@leasehold/testing';
+import { Etcd3 } from 'etcd3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sharedEndpoints } from '../setup/etcd.js';
+import { waitFor } from './util.js';
+
+const endpoints = sharedEndpoints();
+const admin = new Etcd3({ hosts: endpoints });
+afterAll(() => admin.close());
+
+/** Server-side TTL of a lease: -1 once it no longer exists. */
+async function serverTtl(leaseId: bigint): Promise<number> {
+  const res = await admin.leaseClient.leaseTimeToLive({ ID: leaseId.toString() });
+  return Number(res.TTL);
+}
+
+function lostReason(signal: AbortSignal): LeaseLostError {
+  const reason: unknown = signal.reason;
+  if (!isLeaseLostError(reason)) throw new Error(`expected LeaseLostError, got ${String(reason)}`);
+  return reason;
+}
+
+describe('Session on a real etcd', () => {
+  it('keeps a 2 s lease alive for 10 s', async () => {
+    await using client = await connect({ endpoints });
+    await using session = await client.session({ ttlSeconds: 2 });
+    const started = performance.now();
+    // Observe for 10 s; the lease must stay alive on the server the whole time.
+    while (performance.now() - started < 10_000) {
+      expect(session.isLost).toBe(false);
+      expect(await serverTtl(session.leaseId)).toBeGreaterThan(0);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(session.remainingMs()).toBeGreaterThan(0);
+  }, 20_000);
+
+  it('is lost within TTL/3 + 1 s when another client revokes the lease', async () => {
+    await using client = await connect({ endpoints });
+    const session = await client.session({ ttlSeconds: 3 });
+    const lost = new Promise<number>((resolve) => session.onLost(() => resolve(performance.now())));
+    const revokedAt = performance.now();
+    await admin.leaseClient.leaseRevoke({ ID: session.leaseId.toString() });
+    const lostAt = await waitFor(() => lost, { timeoutMs: 2_000, what: 'session loss after revoke' });
+    expect(lostAt - revokedAt).toBeLessThan(1_000 + 1_000);
+    expect(lostReason(session.signal).reason).toBe('gone');
+  });
+
+  it('revokes the lease on close, once, and reports a distinct reason', async () => {
+    await using client = await connect({ endpoints });
+    const session = await client.session({ ttlSeconds: 5 });
+    let calls = 0;
+    session.onLost(() => calls++);
+    await Promise.all([session.close(), session.close()]);
+    await session.close();
+    expect(await serverTtl(session.leaseId)).toBe(-1);
+    expect(calls).toBe(1);
+    expect(lostReason(session.signal).reason).toBe('closed');
+    expect((session.signal.reason as Error).name).toBe('SessionClosedError');
+  });
+
+  it('a throwing listener does not stop the others', async () => {
+    await using client = await connect({ endpoints });
+    const session = await client.session({ ttlSeconds: 3 });
+    const seen: string[] = [];
+    session.onLost(() => {
+      throw new Error('listener bug');
+    });
+    session.onLost(() => seen.push('second'));
+    await session.close();
+    expect(seen).toEqual(['second']);
+  });
+
+  it('closes when its signal aborts', async () => {
+    await using client = await connect({ endpoints });
+    const controller = new AbortController();
+    const session = await client.session({ ttlSeconds: 3, signal: controller.signal });
+    controller.abort();
+    await waitFor(async () => (await serverTtl(session.leaseId)) === -1, {
+      timeoutMs: 5_000,
+      what: 'lease revoked after abort',
+    });
+    expect(lostReason(session.signal).reason).toBe('closed');
+  });
+
+  it('rejects an already-aborted signal before granting anything', async () => {
+    await using client = await connect({ endpoints });
+    const reason = new Error('caller gave up');
+    await expect(client.session({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+
+  it('fails to connect within the dial timeout and names the endpoints', async () => {
+    await using proxy = await TcpFaultProxy.start({ target: endpoints[0]! });
+    proxy.setMode('stall');
+    const started = performance.now();
+    const err = await connect({ endpoints: [proxy.url], dialTimeoutMs: 700 }).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('ConnectError');
+    expect((err as Error).message).toContain(proxy.url);
+    expect(performance.now() - started).toBeLessThan(700 + 2_000);
+  });
+
+  it('under a partition, aborts its signal before the server expires the lease; a new session works within 1 s after healing', async () => {
+    await using proxy = await TcpFaultProxy.start({ target: endpoints[0]! });
+    await using client = await connect({ endpoints: [proxy.url], callTimeoutMs: 1_000 });
+    const session = await client.session({ ttlSeconds: 2 });
+    const lost = new Promise<number>((resolve) => session.onLost(() => resolve(performance.now())));
+
+    proxy.setMode('stall');
+    const lostAt = await waitFor(() => lost, { timeoutMs: 5_000, what: 'session loss under partition' });
+    expect(lostReason(session.signal).reason).toBe('deadline');
+    // The server still holds the lease when the client gives up on it (TTL is in whole
+    // seconds, so 0 means "under a second left"; -1 would mean gone).
+    expect(await serverTtl(session.leaseId)).toBeGreaterThanOrEqual(0);
+    const expiredAt = await waitFor(
+      async () => ((await serverTtl(session.leaseId)) === -1 ? performance.now() : undefined),
+      { timeoutMs: 5_000, intervalMs: 20, what: 'server-side lease expiry' },
+    );
+    const leadMs = expiredAt - lostAt;
+    console.log(`[partition] signal aborted ${leadMs.toFixed(0)} ms before the server expired the lease`);
+    expect(leadMs).toBeGreaterThan(0);
+
+    proxy.setMode('pass');
+    const healedAt = performance.now();
+    const fresh = await client.session({ ttlSeconds: 2 });
+    const tookMs = performance.now() - healedAt;
+    console.log(`[partition] new session after heal in ${tookMs.toFixed(0)} ms`);
+    expect(tookMs).toBeLessThan(1_000);
+    expect(await serverTtl(fresh.leaseId)).toBeGreaterThan(0);
+    await fresh.close();
+  });
+});
