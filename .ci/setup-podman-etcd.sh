@@ -9,9 +9,11 @@ IMAGE=${IMAGE:-localhost/etcd:3.4}
 # The SDK's default image name; tagging the local build with it means tests never pull.
 UPSTREAM_TAG=${UPSTREAM_TAG:-quay.io/coreos/etcd:v3.4.23}
 SOCK=${SOCK:-/run/podman/podman.sock}
-PIDFILE=${PIDFILE:-/tmp/leasehold-ci/podman-service.pid}
-LOGFILE=${LOGFILE:-/tmp/leasehold-ci/podman-service.log}
-mkdir -p "$(dirname "$PIDFILE")"
+# Per-checkout state (.tmp is git-ignored): teardown stops the service only if this run started it.
+STATE_DIR=${LEASEHOLD_CI_STATE:-$(cd "$(dirname "$0")/.." && pwd)/.tmp/ci}
+PIDFILE=$STATE_DIR/podman-service.pid
+LOGFILE=$STATE_DIR/podman-service.log
+mkdir -p "$STATE_DIR"
 
 # 1. Packages. podman brings conmon/netavark; runc because crun rejects this host's hybrid
 #    cgroups; etcd-server for the binary inside the image; busybox-static gives the image a shell.

@@ -39,7 +39,7 @@ export async function waitFor<T>(
     attempts++;
     try {
       const value = await predicate();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
       lastError = undefined;
     } catch (error) {
       lastError = error;
@@ -48,12 +48,24 @@ export async function waitFor<T>(
       const last =
         lastError === undefined
           ? 'it kept returning a falsy value'
-          : `last error: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
-      throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms (${attempts} attempts; ${last})`, {
-        cause: lastError,
-      });
+          : `last error: ${describeError(lastError)}`;
+      throw new Error(
+        `waitFor: ${what} not met within ${timeoutMs} ms (${attempts} attempts; ${last})`,
+        {
+          cause: lastError,
+        },
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return 'unprintable error';
   }
 }
 

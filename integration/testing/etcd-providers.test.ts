@@ -25,7 +25,9 @@ describe.each(providers)('$provider provider', ({ provider, skip }) => {
     async () => {
       const t0 = performance.now();
       const cluster = await startEtcd({ provider, members: 1 });
-      console.log(`[leasehold] ${provider} 1-member ready in ${Math.round(performance.now() - t0)} ms`);
+      console.log(
+        `[leasehold] ${provider} 1-member ready in ${Math.round(performance.now() - t0)} ms`,
+      );
       const client = etcdClient(cluster.endpoints);
       try {
         expect(cluster.provider).toBe(provider);
@@ -72,7 +74,9 @@ describe.each(providers)('$provider provider', ({ provider, skip }) => {
     async () => {
       const t0 = performance.now();
       const cluster = await startEtcd({ provider, members: 3 });
-      console.log(`[leasehold] ${provider} 3-member ready in ${Math.round(performance.now() - t0)} ms`);
+      console.log(
+        `[leasehold] ${provider} 3-member ready in ${Math.round(performance.now() - t0)} ms`,
+      );
       const clients = cluster.endpoints.map((endpoint) => etcdClient(endpoint));
       const all = etcdClient(cluster.endpoints);
       try {

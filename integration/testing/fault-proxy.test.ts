@@ -31,7 +31,9 @@ describe('TcpFaultProxy in front of etcd', () => {
     proxy.setMode('pass');
     const healed = performance.now();
     expect(await waitFor(() => get(), { what: 'get after heal' })).toBe('v');
-    console.log(`[leasehold] etcd3 recovered ${Math.round(performance.now() - healed)} ms after stall healed`);
+    console.log(
+      `[leasehold] etcd3 recovered ${Math.round(performance.now() - healed)} ms after stall healed`,
+    );
   });
 
   it('delay: calls still succeed, later', async () => {
@@ -54,6 +56,8 @@ describe('TcpFaultProxy in front of etcd', () => {
     proxy.setMode('pass');
     const healed = performance.now();
     expect(await waitFor(() => get(), { what: 'get after reset ends' })).toBe('v');
-    console.log(`[leasehold] etcd3 recovered ${Math.round(performance.now() - healed)} ms after resets stopped`);
+    console.log(
+      `[leasehold] etcd3 recovered ${Math.round(performance.now() - healed)} ms after resets stopped`,
+    );
   });
 });

@@ -127,7 +127,9 @@ export class BinaryMember implements EtcdMember {
         resolve();
       };
       child.once('error', (error) => onGone(`spawn failed: ${error.message}`));
-      child.once('exit', (code, signal) => onGone(signal ? `signal ${signal}` : `exit code ${code}`));
+      child.once('exit', (code, signal) =>
+        onGone(signal ? `signal ${signal}` : `exit code ${code}`),
+      );
     });
   }
 }

@@ -57,7 +57,9 @@ export async function startBinaryCluster(
     await dispose();
     throw error;
   }
-  options.log(`[leasehold/testing] etcd binary ${binary}: ${members.map((m) => m.clientUrl).join(',')}`);
+  options.log(
+    `[leasehold/testing] etcd binary ${binary}: ${members.map((m) => m.clientUrl).join(',')}`,
+  );
   return makeCluster(
     'binary',
     members.map((m) => m.clientUrl),

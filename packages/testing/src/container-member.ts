@@ -94,7 +94,11 @@ export class ContainerMember implements EtcdMember {
     ok: number[] = [],
   ): Promise<T | undefined> {
     try {
-      return await withDeadline(call(), ENGINE_CALL_TIMEOUT_MS, `container ${action} of ${this.name}`);
+      return await withDeadline(
+        call(),
+        ENGINE_CALL_TIMEOUT_MS,
+        `container ${action} of ${this.name}`,
+      );
     } catch (error) {
       const status = (error as { statusCode?: unknown }).statusCode;
       if (typeof status === 'number' && ok.includes(status)) return undefined;

@@ -13,6 +13,11 @@ import { withDeadline } from './wait.js';
 
 /** Label on every container we start, besides testcontainers' own `org.testcontainers=true`. */
 export const CLUSTER_LABEL = 'io.leasehold.testing.cluster';
+/**
+ * Set from env LEASEHOLD_TEST_RUN_ID when present, so a CI teardown can remove exactly its own
+ * run's containers on a machine where other runs use the same engine.
+ */
+export const RUN_LABEL = 'io.leasehold.testing.run';
 const ETCD_IN_IMAGE = '/usr/local/bin/etcd';
 const READY_LINE = /ready to serve client requests/;
 
@@ -59,7 +64,7 @@ export async function startContainerCluster(
   const starts = specs.map((spec, i) =>
     new tc.GenericContainer(options.image)
       .withName(`${token}-${spec.name}`)
-      .withLabels({ [CLUSTER_LABEL]: token })
+      .withLabels(labelsFor(token))
       .withNetworkMode('host')
       .withCommand([ETCD_IN_IMAGE, ...buildEtcdArgs(spec, specs, token)])
       .withPullPolicy({ shouldPull: () => false })
@@ -125,6 +130,16 @@ export async function startContainerCluster(
     members,
     dispose,
   );
+}
+
+export function labelsFor(
+  clusterToken: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const runId = env.LEASEHOLD_TEST_RUN_ID?.trim();
+  return runId
+    ? { [CLUSTER_LABEL]: clusterToken, [RUN_LABEL]: runId }
+    : { [CLUSTER_LABEL]: clusterToken };
 }
 
 async function loadTestcontainers(): Promise<Testcontainers> {

@@ -24,7 +24,11 @@ export function peerUrlOf(member: Pick<MemberSpec, 'peerPort'>): string {
  * because lease-TTL facts in the design (2 s minimum TTL) depend on them. The same flags are
  * used for a restart: etcd ignores the `--initial-*` flags once its data dir holds a WAL.
  */
-export function buildEtcdArgs(member: MemberSpec, all: MemberSpec[], clusterToken: string): string[] {
+export function buildEtcdArgs(
+  member: MemberSpec,
+  all: MemberSpec[],
+  clusterToken: string,
+): string[] {
   const initialCluster = all.map((m) => `${m.name}=${peerUrlOf(m)}`).join(',');
   return [
     '--name',

@@ -70,8 +70,7 @@ export class Forwarder {
 
   private updateFlow(mode: FaultMode): void {
     if (this.src.destroyed) return;
-    const read =
-      mode !== 'stall' && !this.dstBlocked && this.queue.length < MAX_QUEUED_CHUNKS;
+    const read = mode !== 'stall' && !this.dstBlocked && this.queue.length < MAX_QUEUED_CHUNKS;
     if (read && this.src.isPaused()) this.src.resume();
     else if (!read && !this.src.isPaused()) this.src.pause();
   }

@@ -13,7 +13,7 @@ export interface ProviderProbes {
 
 export const HOW_TO_GET_ETCD = [
   'set ETCD_ENDPOINTS=http://127.0.0.1:2379 (comma-separated) to use an etcd you run yourself',
-  'start Docker, or Podman\'s API socket (`podman system service --time=0 unix:///run/podman/podman.sock &`), and make the etcd image available locally',
+  "start Docker, or Podman's API socket (`podman system service --time=0 unix:///run/podman/podman.sock &`), and make the etcd image available locally",
   'install an etcd binary (`apt-get install etcd-server`, or set ETCD_BIN=/path/to/etcd)',
 ];
 
