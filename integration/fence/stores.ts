@@ -45,7 +45,7 @@ const PROBE_TIMEOUT_MS = 2_000;
 export async function findPostgres(): Promise<Found> {
   const fromEnv = process.env.DATABASE_URL;
   if (fromEnv) {
-    await probePostgres(fromEnv);
+    await explicit('DATABASE_URL', probePostgres(fromEnv));
     return { url: fromEnv };
   }
   // Trust auth on the local server: the superuser name differs between installs.
@@ -65,6 +65,16 @@ export async function findPostgres(): Promise<Found> {
   };
 }
 
+async function explicit(envVar: string, probe: Promise<void>): Promise<void> {
+  try {
+    await probe;
+  } catch (err) {
+    throw new Error(`${envVar} is set but its server did not answer: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
 async function probePostgres(url: string): Promise<void> {
   const client = new pg.Client({
     connectionString: url,
@@ -81,7 +91,7 @@ async function probePostgres(url: string): Promise<void> {
 export async function findRedis(): Promise<Found> {
   const fromEnv = process.env.REDIS_URL;
   if (fromEnv) {
-    await probeRedis(fromEnv);
+    await explicit('REDIS_URL', probeRedis(fromEnv));
     return { url: fromEnv };
   }
   const url = 'redis://127.0.0.1:6379';

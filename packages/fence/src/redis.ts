@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import { checkResource, type FencedStore, type FencedValue } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
+
+export { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 };
 import { parseToken, type TokenInput } from './token.js';
 
 /**
