@@ -64,11 +64,21 @@ export type KeepAliveStream = IRequestStream<ILeaseKeepAliveRequest> &
 
 const isTransient = (err: Error) => isRecoverableError(err) || isBrokenCircuitError(err);
 
+/**
+ * Failures that prove the request never left this process: an open circuit, or gRPC's "no
+ * connection established" (the member refused the connection). Those are safe to retry even
+ * for writes that are not idempotent.
+ */
+const wasNotSent = (err: Error) =>
+  isBrokenCircuitError(err) ||
+  (isRecoverableError(err) && err.message.includes('No connection established'));
+
 export class EtcdTransport {
   readonly client: Etcd3;
   #clusterId: string | undefined;
   readonly #clusterListeners = new Set<(expected: string, actual: string) => void>();
   readonly #retry: IPolicy;
+  readonly #retryUnsent: IPolicy;
 
   private constructor(readonly options: TransportOptions) {
     const toBuffer = (v: Buffer | string | undefined) =>
@@ -102,9 +112,11 @@ export class EtcdTransport {
     }
     if (options.auth) etcdOptions.auth = { ...options.auth };
     this.client = new Etcd3(etcdOptions);
-    this.#retry = retry(handleWhen(isTransient), {
+    const backoff = new ExponentialBackoff({ initialDelay: 50, maxDelay: 1_000 });
+    this.#retry = retry(handleWhen(isTransient), { maxAttempts: options.maxAttempts - 1, backoff });
+    this.#retryUnsent = retry(handleWhen(wasNotSent), {
       maxAttempts: options.maxAttempts - 1,
-      backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 1_000 }),
+      backoff,
     });
   }
 
@@ -147,7 +159,8 @@ export class EtcdTransport {
 
   /**
    * Runs one unary etcd call with a deadline. `idempotent` calls are retried on transient
-   * failures; others are tried once, since a timed-out write may still have been applied.
+   * failures; others only when the request provably never left (a timed-out write may still
+   * have been applied).
    */
   async call<T extends { header?: IResponseHeader }>(
     what: string,
@@ -157,7 +170,7 @@ export class EtcdTransport {
     const timeoutMs = opts.timeoutMs ?? this.options.callTimeoutMs;
     const once = () => run({ deadline: Date.now() + timeoutMs });
     try {
-      const res = await (opts.idempotent ? this.#retry.execute(once) : once());
+      const res = await (opts.idempotent ? this.#retry : this.#retryUnsent).execute(once);
       this.checkHeader(res.header);
       return res;
     } catch (err) {

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { isInvalidArgumentError } from './errors.js';
+import {
+  defaultSafetyMarginMs,
+  validateDurationMs,
+  validateEndpoints,
+  validateSafetyMarginMs,
+  validateTtlSeconds,
+} from './options.js';
+import { encodeName, prefixEnd } from './names.js';
+
+function rejects(fn: () => unknown, pattern: RegExp): void {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(isInvalidArgumentError(thrown), String(thrown)).toBe(true);
+  expect((thrown as Error).message).toMatch(pattern);
+}
+
+describe('ttlSeconds', () => {
+  it.each([0, -1, 1, 1.5, Number.NaN, Infinity, '10', 9_000_000_001, null])('rejects %s', (v) =>
+    rejects(() => validateTtlSeconds(v), /ttlSeconds must be a whole number of seconds from 2 .* to 9000000000/),
+  );
+  it('accepts the bounds', () => {
+    expect(validateTtlSeconds(2)).toBe(2);
+    expect(validateTtlSeconds(9_000_000_000)).toBe(9_000_000_000);
+  });
+  it('names the value it got', () => rejects(() => validateTtlSeconds('10'), /got "10"/));
+});
+
+describe('safetyMarginMs', () => {
+  it.each([-1, 2_000, 5_000, Number.NaN, '1'])('rejects %s for a 2 s TTL', (v) =>
+    rejects(() => validateSafetyMarginMs(v, 2), /safetyMarginMs must be .* in \[0, 2000\)/),
+  );
+  it('accepts 0 and just under the TTL', () => {
+    expect(validateSafetyMarginMs(0, 2)).toBe(0);
+    expect(validateSafetyMarginMs(1_999, 2)).toBe(1_999);
+  });
+  it('defaults to 10% of the TTL, at most 1 s', () => {
+    expect(defaultSafetyMarginMs(2)).toBe(200);
+    expect(defaultSafetyMarginMs(60)).toBe(1_000);
+  });
+});
+
+describe('durations', () => {
+  it.each([0, -5, Number.NaN, Infinity, '100'])('rejects timeoutMs %s', (v) =>
+    rejects(() => validateDurationMs('timeoutMs', v), /timeoutMs must be a positive, finite number/),
+  );
+});
+
+describe('endpoints', () => {
+  it('normalises host:port and full URLs', () => {
+    expect(validateEndpoints('127.0.0.1:2379')).toEqual(['http://127.0.0.1:2379']);
+    expect(validateEndpoints(['http://a:1', 'http://b:2'])).toEqual(['http://a:1', 'http://b:2']);
+    expect(validateEndpoints('http://a:1,http://b:2')).toEqual(['http://a:1', 'http://b:2']);
+  });
+  it.each<[unknown, RegExp]>([
+    [[], /non-empty/],
+    ['', /endpoint must be/],
+    [undefined, /non-empty/],
+    ['http://:2379', /no host|not a valid URL/],
+    ['http://host', /needs a port/],
+    ['http://host:0', /needs a port/],
+    ['http://host:70000', /needs a port/],
+    ['http://host:2379/v3', /path, query or fragment/],
+    ['http://host:2379?x=1', /path, query or fragment/],
+    ['ftp://host:21', /only http and https/],
+    ['http://user:pw@host:2379', /credentials/],
+    [['http://a:1', 'a:1'], /twice/],
+    [['http://a:1', 'https://b:2'], /mix http and https/],
+  ])('rejects %j', (v, pattern) => rejects(() => validateEndpoints(v), pattern));
+});
+
+describe('names', () => {
+  it('leaves plain names as they are (interoperable with etcdctl lock)', () => {
+    expect(encodeName('jobs')).toBe('jobs');
+  });
+  it('escapes "/" and "%" so that "jobs" and "jobs/a" never share a range', () => {
+    expect(encodeName('jobs/a')).toBe('jobs%2Fa');
+    expect(encodeName('50%')).toBe('50%25');
+    expect(`${encodeName('jobs/a')}/`.startsWith(`${encodeName('jobs')}/`)).toBe(false);
+  });
+  it.each(['', 42, null, 'a\0b', 'x'.repeat(1025)])('rejects %j', (v) =>
+    rejects(() => encodeName(v), /name must be a non-empty string of at most 1024 characters/),
+  );
+  it('computes the end of a prefix range', () => {
+    expect(prefixEnd(Buffer.from('a/')).toString()).toBe('a0');
+    expect(prefixEnd(Buffer.from([0x61, 0xff]))).toEqual(Buffer.from([0x62]));
+  });
+});
