@@ -1,0 +1,54 @@
+import { connect, type Leasehold } from '@leasehold/core';
+import { describeFenceConformance } from '@leasehold/fence/conformance';
+import { EtcdFence, padToken } from '@leasehold/fence/etcd';
+import { isStaleTokenError } from '@leasehold/fence';
+import { Etcd3 } from 'etcd3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sharedEndpoints, uniquePrefix } from '../setup/etcd.js';
+
+const endpoints = sharedEndpoints();
+const prefix = uniquePrefix('fence-etcd');
+
+describeFenceConformance('etcd', async () => {
+  const client = await connect({ endpoints });
+  const reopened: Leasehold[] = [];
+  return {
+    store: new EtcdFence(client, { prefix }),
+    reopen: async () => {
+      const again = await connect({ endpoints });
+      reopened.push(again);
+      return new EtcdFence(again, { prefix });
+    },
+    close: async () => {
+      await Promise.all([client, ...reopened].map((c) => c.close()));
+    },
+  };
+});
+
+describe('etcd fence with a real lock', () => {
+  let client: Leasehold;
+  const admin = new Etcd3({ hosts: endpoints });
+  beforeAll(async () => {
+    client = await connect({ endpoints, lockPrefix: `${prefix}lock/` });
+  });
+  afterAll(async () => {
+    await client.close();
+    admin.close();
+  });
+
+  it('accepts writes under two lock names in token order and refuses the older holder', async () => {
+    const fence = new EtcdFence(client, { prefix });
+    const first = await client.acquire('writer-a');
+    const second = await client.acquire('writer-b'); // a later grant: a larger token
+    expect(second.token > first.token).toBe(true);
+    const dataKey = `${prefix}shared-config`;
+    await fence.apply('shared-config', second.token, [{ type: 'put', key: dataKey, value: 'from-b' }]);
+    const err = await fence
+      .apply('shared-config', first.token, [{ type: 'put', key: dataKey, value: 'from-a' }])
+      .catch((e: unknown) => e);
+    expect(isStaleTokenError(err)).toBe(true);
+    expect(await admin.get(dataKey).string()).toBe('from-b');
+    expect(await admin.get(fence.fenceKey('shared-config')).string()).toBe(padToken(second.token));
+    await Promise.all([first.release(), second.release()]);
+  });
+});
