@@ -114,7 +114,7 @@ describe('sqlite withFence', () => {
   it('refuses an async statements function', () => {
     const db = new Database(':memory:');
     db.exec(fenceTableDDL());
-    expect(() => withFence(db, 'r', 1n, async () => undefined)).toThrow();
+    expect(() => withFence(db, 'r', 1n, async () => undefined)).toThrow(/returned a Promise/);
     expect(db.prepare('SELECT count(*) FROM leasehold_fence').pluck().get()).toBe(0);
   });
 });
