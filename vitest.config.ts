@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     reporters: ['default', ['json', { outputFile: '.vitest-results.json' }]],
+    // Two cores: timing-sensitive lease tests stay honest with at most two files at once.
+    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -17,8 +19,6 @@ export default defineConfig({
           globalSetup: ['integration/setup/global-etcd.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          // Two cores: timing-sensitive lease tests stay honest with at most two files at once.
-          maxWorkers: 2,
         },
       },
     ],

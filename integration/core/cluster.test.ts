@@ -19,7 +19,9 @@ describe('a session on a 3-member cluster', () => {
     const watchFor = async (ms: number) => {
       const until = performance.now() + ms;
       while (performance.now() < until) {
-        expect(session.isLost, String((session.signal.reason as Error | undefined)?.message)).toBe(false);
+        expect(session.isLost, String((session.signal.reason as Error | undefined)?.message)).toBe(
+          false,
+        );
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     };
@@ -50,7 +52,10 @@ describe('cluster identity', () => {
     await proxy.close();
     proxy = await TcpFaultProxy.start({ target: other.endpoints[0]!, listenPort: port });
     try {
-      await waitFor(() => session.signal.aborted, { timeoutMs: 10_000, what: 'session loss on cluster change' });
+      await waitFor(() => session.signal.aborted, {
+        timeoutMs: 10_000,
+        what: 'session loss on cluster change',
+      });
       expect(isClusterChangedError(session.signal.reason)).toBe(true);
       const err = await client.acquire('after-change').catch((e: unknown) => e);
       expect(isClusterChangedError(err)).toBe(true);

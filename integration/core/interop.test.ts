@@ -8,7 +8,8 @@ import { waitFor } from './util.js';
 const endpoints = sharedEndpoints();
 const etcdctl = process.env.ETCDCTL_BIN ?? 'etcdctl';
 const available = spawnSync(etcdctl, ['version'], { encoding: 'utf8' }).status === 0;
-if (!available) console.log(`[interop] skipped: ${etcdctl} not found; install etcd-client or set ETCDCTL_BIN`);
+if (!available)
+  console.log(`[interop] skipped: ${etcdctl} not found; install etcd-client or set ETCDCTL_BIN`);
 
 /** Runs `etcdctl lock <name>`, which prints its key once it holds the lock. */
 function etcdctlLock(name: string): { child: ChildProcess; acquired: Promise<string> } {
@@ -17,7 +18,7 @@ function etcdctlLock(name: string): { child: ChildProcess; acquired: Promise<str
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const acquired = new Promise<string>((resolve) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
+    createInterface({ input: child.stdout }).once('line', resolve);
   });
   return { child, acquired };
 }
@@ -65,7 +66,10 @@ describe.skipIf(!available)('interop with etcdctl lock (Go concurrency.Mutex)', 
       ]);
       expect(early).toBe('waiting');
       await lock.release();
-      const key = await waitFor(() => waiter.acquired, { timeoutMs: 10_000, what: 'etcdctl lock after release' });
+      const key = await waitFor(() => waiter.acquired, {
+        timeoutMs: 10_000,
+        what: 'etcdctl lock after release',
+      });
       expect(key.startsWith(`${prefix}shared2/`)).toBe(true);
     } finally {
       await stop(waiter.child);

@@ -46,7 +46,9 @@ describe('Mutex on a real etcd', () => {
     const holder = await client.acquire('fifo');
     const order: number[] = [];
     const tokens: bigint[] = [holder.token];
-    const sessions = await Promise.all([0, 1, 2, 3, 4].map(() => client.session({ ttlSeconds: 5 })));
+    const sessions = await Promise.all(
+      [0, 1, 2, 3, 4].map(() => client.session({ ttlSeconds: 5 })),
+    );
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 5; i++) {
       const acquired = client.acquire('fifo', { session: sessions[i] });
@@ -114,10 +116,14 @@ describe('Mutex on a real etcd', () => {
   it('times out and aborts a wait, removing the waiter key', async () => {
     const other = await client.session({ ttlSeconds: 5 });
     const holder = await client.acquire('wait-cancel', { session: other });
-    const timeoutErr = await client.acquire('wait-cancel', { timeoutMs: 300 }).catch((e: unknown) => e);
+    const timeoutErr = await client
+      .acquire('wait-cancel', { timeoutMs: 300 })
+      .catch((e: unknown) => e);
     expect(isLockTimeoutError(timeoutErr)).toBe(true);
     const controller = new AbortController();
-    const aborted = client.acquire('wait-cancel', { signal: controller.signal }).catch((e: unknown) => e);
+    const aborted = client
+      .acquire('wait-cancel', { signal: controller.signal })
+      .catch((e: unknown) => e);
     await waitFor(async () => (await keysUnder(`${client.lockPrefix}wait-cancel/`)).length === 2, {
       timeoutMs: 5_000,
       what: 'waiter queued',
@@ -150,8 +156,13 @@ describe('Mutex on a real etcd', () => {
     const lock = await client.acquire('deleted');
     const deletedAt = performance.now();
     await admin.delete().key(lock.key);
-    await waitFor(() => lock.signal.aborted, { timeoutMs: 1_000, what: 'lock signal after delete' });
-    console.log(`[mutex] key delete seen by holder after ${(performance.now() - deletedAt).toFixed(0)} ms`);
+    await waitFor(() => lock.signal.aborted, {
+      timeoutMs: 1_000,
+      what: 'lock signal after delete',
+    });
+    console.log(
+      `[mutex] key delete seen by holder after ${(performance.now() - deletedAt).toFixed(0)} ms`,
+    );
     const reason: unknown = lock.signal.reason;
     expect(isLockLostError(reason) && reason.reason).toBe('deleted');
     const err = await lock.put(`${client.lockPrefix}data`, 'x').catch((e: unknown) => e);
@@ -162,7 +173,10 @@ describe('Mutex on a real etcd', () => {
   it('signals when the key is overwritten', async () => {
     const lock = await client.acquire('overwritten');
     await admin.put(lock.key).value('hijack');
-    await waitFor(() => lock.signal.aborted, { timeoutMs: 1_000, what: 'lock signal after overwrite' });
+    await waitFor(() => lock.signal.aborted, {
+      timeoutMs: 1_000,
+      what: 'lock signal after overwrite',
+    });
     const reason: unknown = lock.signal.reason;
     expect(isLockLostError(reason) && reason.reason).toBe('overwritten');
     await lock.release();
@@ -199,7 +213,9 @@ describe('Mutex on a real etcd', () => {
     const other = await client.session({ ttlSeconds: 5 });
     const holder = await client.acquire('expire-queue', { session: other });
     const waiterSession = await client.session({ ttlSeconds: 5 });
-    const waiting = client.acquire('expire-queue', { session: waiterSession }).catch((e: unknown) => e);
+    const waiting = client
+      .acquire('expire-queue', { session: waiterSession })
+      .catch((e: unknown) => e);
     await waitFor(async () => (await keysUnder(`${client.lockPrefix}expire-queue/`)).length === 2, {
       timeoutMs: 5_000,
       what: 'waiter queued',
@@ -233,7 +249,10 @@ describe('Mutex on a real etcd', () => {
     const head = await admin.get(`${client.lockPrefix}churn`).exec();
     await admin.kv.compact({ revision: head.header.revision, physical: true });
     proxy.setMode('pass');
-    const lock: Lock = await waitFor(() => waiting, { timeoutMs: 10_000, what: 'waiter acquired after compaction' });
+    const lock: Lock = await waitFor(() => waiting, {
+      timeoutMs: 10_000,
+      what: 'waiter acquired after compaction',
+    });
     expect(lock.token > holder.token).toBe(true);
     await lock.release();
     await holderSession.close();

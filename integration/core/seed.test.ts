@@ -40,7 +40,10 @@ describe('the seed scenario: a paused holder wakes up after losing its lock', ()
     const lock = await client.acquire('job', { timeoutMs: 5_000 });
     const started = performance.now();
     await admin.delete().key(lock.key);
-    await waitFor(() => lock.signal.aborted, { timeoutMs: 1_000, what: 'holder signal after delete' });
+    await waitFor(() => lock.signal.aborted, {
+      timeoutMs: 1_000,
+      what: 'holder signal after delete',
+    });
     expect(performance.now() - started).toBeLessThan(1_000);
     const err = await lock.put(`${lock.key}-data`, 'late').catch((e: unknown) => e);
     expect(isLockLostError(err)).toBe(true);
@@ -57,13 +60,20 @@ describe('mutual exclusion across processes', () => {
         workers.map((w, i) =>
           w.request(
             'contend',
-            { name: `${prefix}lock`, rounds: 2, concurrency: perProcess[i], ownerKey: `${prefix}owner`, tag: `p${i}` },
+            {
+              name: `${prefix}lock`,
+              rounds: 2,
+              concurrency: perProcess[i],
+              ownerKey: `${prefix}owner`,
+              tag: `p${i}`,
+            },
             60_000,
           ),
         ),
       );
       const records = results.flatMap(
-        (r) => r.records as { me: string; token: string; before: string | null; after: string | null }[],
+        (r) =>
+          r.records as { me: string; token: string; before: string | null; after: string | null }[],
       );
       expect(records).toHaveLength(40);
       for (const r of records) {

@@ -41,7 +41,10 @@ describe('Session on a real etcd', () => {
     const lost = new Promise<number>((resolve) => session.onLost(() => resolve(performance.now())));
     const revokedAt = performance.now();
     await admin.leaseClient.leaseRevoke({ ID: session.leaseId.toString() });
-    const lostAt = await waitFor(() => lost, { timeoutMs: 2_000, what: 'session loss after revoke' });
+    const lostAt = await waitFor(() => lost, {
+      timeoutMs: 2_000,
+      what: 'session loss after revoke',
+    });
     expect(lostAt - revokedAt).toBeLessThan(1_000 + 1_000);
     expect(lostReason(session.signal).reason).toBe('gone');
   });
@@ -93,7 +96,9 @@ describe('Session on a real etcd', () => {
     await using proxy = await TcpFaultProxy.start({ target: endpoints[0]! });
     proxy.setMode('stall');
     const started = performance.now();
-    const err = await connect({ endpoints: [proxy.url], dialTimeoutMs: 700 }).catch((e: unknown) => e);
+    const err = await connect({ endpoints: [proxy.url], dialTimeoutMs: 700 }).catch(
+      (e: unknown) => e,
+    );
     expect((err as Error).name).toBe('ConnectError');
     expect((err as Error).message).toContain(proxy.url);
     expect(performance.now() - started).toBeLessThan(700 + 2_000);
@@ -106,7 +111,10 @@ describe('Session on a real etcd', () => {
     const lost = new Promise<number>((resolve) => session.onLost(() => resolve(performance.now())));
 
     proxy.setMode('stall');
-    const lostAt = await waitFor(() => lost, { timeoutMs: 5_000, what: 'session loss under partition' });
+    const lostAt = await waitFor(() => lost, {
+      timeoutMs: 5_000,
+      what: 'session loss under partition',
+    });
     expect(lostReason(session.signal).reason).toBe('deadline');
     // The server still holds the lease when the client gives up on it (TTL is in whole
     // seconds, so 0 means "under a second left"; -1 would mean gone).
@@ -116,7 +124,9 @@ describe('Session on a real etcd', () => {
       { timeoutMs: 5_000, intervalMs: 20, what: 'server-side lease expiry' },
     );
     const leadMs = expiredAt - lostAt;
-    console.log(`[partition] signal aborted ${leadMs.toFixed(0)} ms before the server expired the lease`);
+    console.log(
+      `[partition] signal aborted ${leadMs.toFixed(0)} ms before the server expired the lease`,
+    );
     expect(leadMs).toBeGreaterThan(0);
 
     proxy.setMode('pass');

@@ -11,7 +11,9 @@ export async function waitFor<T>(
     const remaining = deadline - performance.now();
     const value = await Promise.race([
       Promise.resolve(probe()),
-      new Promise<undefined>((resolve) => setTimeout(resolve, Math.max(0, remaining)).unref()),
+      new Promise<undefined>((resolve) =>
+        setTimeout(() => resolve(undefined), Math.max(0, remaining)).unref(),
+      ),
     ]);
     if (value !== undefined && value !== false) return value as Exclude<T, false | undefined>;
     if (performance.now() >= deadline) {

@@ -42,7 +42,9 @@ describe('etcd fence with a real lock', () => {
     const second = await client.acquire('writer-b'); // a later grant: a larger token
     expect(second.token > first.token).toBe(true);
     const dataKey = `${prefix}shared-config`;
-    await fence.apply('shared-config', second.token, [{ type: 'put', key: dataKey, value: 'from-b' }]);
+    await fence.apply('shared-config', second.token, [
+      { type: 'put', key: dataKey, value: 'from-b' },
+    ]);
     const err = await fence
       .apply('shared-config', first.token, [{ type: 'put', key: dataKey, value: 'from-a' }])
       .catch((e: unknown) => e);

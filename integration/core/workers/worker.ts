@@ -19,7 +19,7 @@ export class Worker implements AsyncDisposable {
     const worker = new Worker(child);
     const ready = new Promise<void>((resolve, reject) => {
       child.once('exit', (code) => reject(new Error(`worker exited with ${code} before ready`)));
-      const lines = createInterface({ input: child.stdout! });
+      const lines = createInterface({ input: child.stdout });
       lines.on('line', (line) => {
         const msg = JSON.parse(line) as Reply;
         if (msg.ready) return resolve();

@@ -45,8 +45,14 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
     throw new InvalidArgumentError(`connect() needs an options object, got ${describe(options)}`);
   }
   const endpoints = validateEndpoints(options.endpoints);
-  const dialTimeoutMs = validateDurationMs('dialTimeoutMs', options.dialTimeoutMs ?? defaults.dialTimeoutMs);
-  const callTimeoutMs = validateDurationMs('callTimeoutMs', options.callTimeoutMs ?? defaults.callTimeoutMs);
+  const dialTimeoutMs = validateDurationMs(
+    'dialTimeoutMs',
+    options.dialTimeoutMs ?? defaults.dialTimeoutMs,
+  );
+  const callTimeoutMs = validateDurationMs(
+    'callTimeoutMs',
+    options.callTimeoutMs ?? defaults.callTimeoutMs,
+  );
   const maxAttempts = validateAttempts(options.maxAttempts ?? defaults.maxAttempts);
   const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
   const signal = options.signal;
@@ -64,7 +70,12 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
     tls: options.tls,
     auth: options.auth,
   });
-  const client = new Leasehold(transport, options.clock ?? systemClock, lockPrefix, options.session ?? {});
+  const client = new Leasehold(
+    transport,
+    options.clock ?? systemClock,
+    lockPrefix,
+    options.session ?? {},
+  );
   signal?.addEventListener('abort', () => void client.close(), { once: true });
   return client;
 }

@@ -18,7 +18,9 @@ function fakeClock(): Clock & { advance(ms: number): void } {
     advance(ms) {
       const target = now + ms;
       for (;;) {
-        const due = [...timers.entries()].filter(([, t]) => t.at <= target).sort((a, b) => a[1].at - b[1].at)[0];
+        const due = [...timers.entries()]
+          .filter(([, t]) => t.at <= target)
+          .sort((a, b) => a[1].at - b[1].at)[0];
         if (!due) break;
         timers.delete(due[0]);
         now = due[1].at;

@@ -95,7 +95,13 @@ export class LeaseLostError extends LeaseholdError {
 /** The session was closed by its owner. A {@link LeaseLostError} with reason `closed`. */
 export class SessionClosedError extends LeaseLostError {
   constructor(leaseId: bigint) {
-    super('closed', leaseId, `session for lease ${leaseId.toString(16)} was closed`, undefined, 'SESSION_CLOSED');
+    super(
+      'closed',
+      leaseId,
+      `session for lease ${leaseId.toString(16)} was closed`,
+      undefined,
+      'SESSION_CLOSED',
+    );
   }
 }
 
@@ -133,7 +139,10 @@ export class LockTakenError extends LeaseholdError {
     readonly holderKey: string,
     readonly holderToken: bigint,
   ) {
-    super('LOCK_TAKEN', `lock ${JSON.stringify(lockName)} is held by ${holderKey} (token ${holderToken})`);
+    super(
+      'LOCK_TAKEN',
+      `lock ${JSON.stringify(lockName)} is held by ${holderKey} (token ${holderToken})`,
+    );
   }
 }
 
@@ -143,7 +152,10 @@ export class LockTimeoutError extends LeaseholdError {
     readonly lockName: string,
     readonly timeoutMs: number,
   ) {
-    super('LOCK_TIMEOUT', `lock ${JSON.stringify(lockName)} was not acquired within ${timeoutMs} ms (timeoutMs)`);
+    super(
+      'LOCK_TIMEOUT',
+      `lock ${JSON.stringify(lockName)} was not acquired within ${timeoutMs} ms (timeoutMs)`,
+    );
   }
 }
 

@@ -153,7 +153,8 @@ export class EtcdTransport {
     if (!header || this.#clusterId === undefined || header.cluster_id === this.#clusterId) {
       return true;
     }
-    for (const listener of [...this.#clusterListeners]) listener(this.#clusterId, header.cluster_id);
+    for (const listener of [...this.#clusterListeners])
+      listener(this.#clusterId, header.cluster_id);
     return false;
   }
 

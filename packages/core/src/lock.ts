@@ -33,8 +33,7 @@ export interface LockContext {
 
 /** An etcd write made only while the lock is still held. */
 export type FencedOp =
-  | { type: 'put'; key: string; value: string | Uint8Array }
-  | { type: 'delete'; key: string };
+  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
 
 /**
  * A compare for your own etcd transactions: it holds while the lock key still has the
@@ -234,7 +233,9 @@ export class Lock implements AsyncDisposable {
       (o) =>
         this.transport.client.kv.txn(
           {
-            compare: [{ key, target: 'Create', result: 'Equal', create_revision: this.token.toString() }],
+            compare: [
+              { key, target: 'Create', result: 'Equal', create_revision: this.token.toString() },
+            ],
             success: [{ request_delete_range: { key } }],
             failure: [],
           },
@@ -303,21 +304,29 @@ export class Lock implements AsyncDisposable {
 
 function validateOps(ops: unknown) {
   if (!Array.isArray(ops) || ops.length === 0) {
-    throw new InvalidArgumentError(`ops must be a non-empty array of fenced operations, got ${describe(ops)}`);
+    throw new InvalidArgumentError(
+      `ops must be a non-empty array of fenced operations, got ${describe(ops)}`,
+    );
   }
   return ops.map((op: unknown, i) => {
     const o = op as Partial<{ type: unknown; key: unknown; value: unknown }>;
     if (typeof o?.key !== 'string' || o.key === '') {
-      throw new InvalidArgumentError(`ops[${i}].key must be a non-empty string, got ${describe(o?.key)}`);
+      throw new InvalidArgumentError(
+        `ops[${i}].key must be a non-empty string, got ${describe(o?.key)}`,
+      );
     }
     const key = Buffer.from(o.key);
     if (o.type === 'delete') return { request_delete_range: { key } };
     if (o.type === 'put') {
       if (typeof o.value !== 'string' && !(o.value instanceof Uint8Array)) {
-        throw new InvalidArgumentError(`ops[${i}].value must be a string or Uint8Array, got ${describe(o.value)}`);
+        throw new InvalidArgumentError(
+          `ops[${i}].value must be a string or Uint8Array, got ${describe(o.value)}`,
+        );
       }
       return { request_put: { key, value: Buffer.from(o.value) } };
     }
-    throw new InvalidArgumentError(`ops[${i}].type must be "put" or "delete", got ${describe(o.type)}`);
+    throw new InvalidArgumentError(
+      `ops[${i}].type must be "put" or "delete", got ${describe(o.type)}`,
+    );
   });
 }

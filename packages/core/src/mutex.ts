@@ -7,12 +7,7 @@
  */
 import type { IRangeRequest, IRangeResponse } from 'etcd3';
 import type { Leasehold } from './client.js';
-import {
-  LockLostError,
-  LockTakenError,
-  LockTimeoutError,
-  isLeaseholdError,
-} from './errors.js';
+import { LockLostError, LockTakenError, LockTimeoutError, isLeaseholdError } from './errors.js';
 import type { EtcdTransport } from './etcd.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type AcquireOptions } from './lock.js';
@@ -33,7 +28,9 @@ export async function acquireLock(
 ): Promise<Lock> {
   const segment = encodeName(name);
   const timeoutMs =
-    options.timeoutMs === undefined ? undefined : validateDurationMs('timeoutMs', options.timeoutMs);
+    options.timeoutMs === undefined
+      ? undefined
+      : validateDurationMs('timeoutMs', options.timeoutMs);
   const userSignal = validateSignal(options.signal);
   userSignal?.throwIfAborted();
   client.assertUsable();
@@ -51,7 +48,7 @@ export async function acquireLock(
   let queue = queues.get(session);
   if (!queue) queues.set(session, (queue = new LocalQueue()));
   let holders = localHolders.get(session);
-  if (!holders) localHolders.set(session, (holders = new Map()));
+  if (!holders) localHolders.set(session, (holders = new Map<string, Lock>()));
   if (!wait && queue.busy(name)) {
     const holder = holders.get(name);
     throw new LockTakenError(name, holder?.key ?? '(this session, acquiring)', holder?.token ?? 0n);
@@ -84,7 +81,12 @@ async function contend(
   const keyText = `${client.lockPrefix}${segment}/${session.leaseId.toString(16)}`;
   const key = Buffer.from(keyText);
   const range = { key: prefix, range_end: prefixEnd(prefix) };
-  const firstCreated: IRangeRequest = { ...range, sort_order: 'Ascend', sort_target: 'Create', limit: 1 };
+  const firstCreated: IRangeRequest = {
+    ...range,
+    sort_order: 'Ascend',
+    sort_target: 'Create',
+    limit: 1,
+  };
 
   // One round trip. If the key exists already, this is a retry of our own put whose answer was
   // lost: adopt the key rather than queue behind ourselves. That makes the txn safe to retry.
@@ -117,7 +119,9 @@ async function contend(
         (o) =>
           transport.client.kv.txn(
             {
-              compare: [{ key, target: 'Create', result: 'Equal', create_revision: myRevision.toString() }],
+              compare: [
+                { key, target: 'Create', result: 'Equal', create_revision: myRevision.toString() },
+              ],
               success: [{ request_delete_range: { key } }],
               failure: [],
             },
@@ -128,7 +132,15 @@ async function contend(
       .catch(() => undefined); // the lease's expiry removes it otherwise
 
   if (ownerRevision === myRevision) {
-    return Lock.held(transport, session, name, keyText, myRevision, BigInt(res.header.revision), exitLocal);
+    return Lock.held(
+      transport,
+      session,
+      name,
+      keyText,
+      myRevision,
+      BigInt(res.header.revision),
+      exitLocal,
+    );
   }
   if (!wait) {
     await deleteOwnKey();
@@ -137,11 +149,9 @@ async function contend(
   try {
     await waitForPredecessors(transport, range, myRevision, signal);
     // The lease may have expired while queued, deleting our key; never report a false success.
-    const check = await transport.call(
-      'lock check',
-      (o) => transport.client.kv.range({ key }, o),
-      { idempotent: true },
-    );
+    const check = await transport.call('lock check', (o) => transport.client.kv.range({ key }, o), {
+      idempotent: true,
+    });
     const mine = check.kvs[0];
     if (!mine || BigInt(mine.create_revision) !== myRevision) {
       throw new LockLostError(
@@ -152,7 +162,15 @@ async function contend(
       );
     }
     signal.throwIfAborted();
-    return Lock.held(transport, session, name, keyText, myRevision, BigInt(check.header.revision), exitLocal);
+    return Lock.held(
+      transport,
+      session,
+      name,
+      keyText,
+      myRevision,
+      BigInt(check.header.revision),
+      exitLocal,
+    );
   } catch (err) {
     await deleteOwnKey();
     throw err;
@@ -195,7 +213,12 @@ async function waitForPredecessors(
     }
     const predecessor = res.kvs[0];
     if (!predecessor) return;
-    await waitForDelete(transport, predecessor.key.toString(), BigInt(res.header.revision) + 1n, signal);
+    await waitForDelete(
+      transport,
+      predecessor.key.toString(),
+      BigInt(res.header.revision) + 1n,
+      signal,
+    );
   }
 }
 

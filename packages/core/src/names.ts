@@ -12,10 +12,17 @@ import { describe, MAX_NAME_LENGTH } from './options.js';
  * leasehold's lock `jobs`.
  */
 export function encodeName(name: unknown): string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH || name.includes('\0')) {
+  if (
+    typeof name !== 'string' ||
+    name.length === 0 ||
+    name.length > MAX_NAME_LENGTH ||
+    name.includes('\0')
+  ) {
     throw new InvalidArgumentError(
       `name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters without NUL, got ${describe(
-        typeof name === 'string' && name.length > 64 ? `${name.slice(0, 64)}… (${name.length} characters)` : name,
+        typeof name === 'string' && name.length > 64
+          ? `${name.slice(0, 64)}… (${name.length} characters)`
+          : name,
       )}`,
     );
   }

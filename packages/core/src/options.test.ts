@@ -22,7 +22,10 @@ function rejects(fn: () => unknown, pattern: RegExp): void {
 
 describe('ttlSeconds', () => {
   it.each([0, -1, 1, 1.5, Number.NaN, Infinity, '10', 9_000_000_001, null])('rejects %s', (v) =>
-    rejects(() => validateTtlSeconds(v), /ttlSeconds must be a whole number of seconds from 2 .* to 9000000000/),
+    rejects(
+      () => validateTtlSeconds(v),
+      /ttlSeconds must be a whole number of seconds from 2 .* to 9000000000/,
+    ),
   );
   it('accepts the bounds', () => {
     expect(validateTtlSeconds(2)).toBe(2);
@@ -47,7 +50,10 @@ describe('safetyMarginMs', () => {
 
 describe('durations', () => {
   it.each([0, -5, Number.NaN, Infinity, '100'])('rejects timeoutMs %s', (v) =>
-    rejects(() => validateDurationMs('timeoutMs', v), /timeoutMs must be a positive, finite number/),
+    rejects(
+      () => validateDurationMs('timeoutMs', v),
+      /timeoutMs must be a positive, finite number/,
+    ),
   );
 });
 

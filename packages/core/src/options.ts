@@ -155,7 +155,9 @@ function parseEndpoint(raw: unknown): string {
   try {
     url = new URL(withScheme);
   } catch {
-    throw new InvalidArgumentError(`endpoint ${describe(raw)} is not a valid URL; expected ${allowed}`);
+    throw new InvalidArgumentError(
+      `endpoint ${describe(raw)} is not a valid URL; expected ${allowed}`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new InvalidArgumentError(

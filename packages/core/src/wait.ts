@@ -14,14 +14,19 @@ export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise
       },
       (err: unknown) => {
         signal.removeEventListener('abort', onAbort);
-        reject(err as Error);
+        // Passes through exactly what the awaited promise rejected with.
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        reject(err);
       },
     );
   });
 }
 
 /** A signal that aborts with `reason()` after `ms`, and a disposer for the timer. */
-export function timeoutSignal(ms: number, reason: () => Error): { signal: AbortSignal } & Disposable {
+export function timeoutSignal(
+  ms: number,
+  reason: () => Error,
+): { signal: AbortSignal } & Disposable {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(reason()), ms);
   return { signal: controller.signal, [Symbol.dispose]: () => clearTimeout(timer) };

@@ -24,8 +24,7 @@ export interface EtcdFenceOptions {
 
 /** A put or delete applied only if the token is accepted. */
 export type EtcdFencedOp =
-  | { type: 'put'; key: string; value: string | Uint8Array }
-  | { type: 'delete'; key: string };
+  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
 
 const WIDTH = 20;
 export const padToken = (token: bigint): string => token.toString().padStart(WIDTH, '0');
@@ -96,7 +95,10 @@ export class EtcdFence implements FencedStore {
           },
           o,
         ),
-      { idempotent: false, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) },
+      {
+        idempotent: false,
+        ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
+      },
     );
     const inner = res.responses[0]?.response_txn;
     if (!res.succeeded && inner && !inner.succeeded) {
@@ -143,7 +145,9 @@ export class EtcdFence implements FencedStore {
 
 function toRequests(ops: unknown) {
   if (!Array.isArray(ops) || ops.length === 0) {
-    throw new InvalidArgumentError('ops must be a non-empty array of { type: "put" | "delete", key }');
+    throw new InvalidArgumentError(
+      'ops must be a non-empty array of { type: "put" | "delete", key }',
+    );
   }
   return ops.map((op: Partial<{ type: unknown; key: unknown; value: unknown }>, i) => {
     if (typeof op?.key !== 'string' || op.key === '') {
