@@ -92,7 +92,7 @@ export async function startContainerCluster(
     // All members at once: none of them reports ready until a quorum runs.
     started = await withDeadline(
       Promise.all(starts),
-      options.startupTimeoutMs + 5000,
+      options.startupTimeoutMs,
       `starting ${options.members} etcd container(s) from ${options.image}`,
       options.signal,
     );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isEtcdHarnessError } from './errors.js';
-import { selectProvider, type ProviderProbes } from './provider.js';
+import { binaryHint, selectProvider, type ProviderProbes } from './provider.js';
 
 function probes(facts: { endpoints?: string[]; engine?: boolean; binary?: boolean }) {
   const calls: string[] = [];
@@ -57,5 +57,14 @@ describe('selectProvider', () => {
     await expect(selectProvider('external', probes({ binary: true }).p)).rejects.toThrow(
       /ETCD_ENDPOINTS/,
     );
+  });
+});
+
+describe('binaryHint', () => {
+  it('names the binary that was looked for', async () => {
+    await expect(selectProvider('binary', probes({}).p, binaryHint('/opt/etcd'))).rejects.toThrow(
+      /"\/opt\/etcd" \(from the binary option or ETCD_BIN\)/,
+    );
+    expect(binaryHint(undefined)).toMatch(/not on PATH/);
   });
 });

@@ -24,6 +24,7 @@ export const HOW_TO_GET_ETCD = [
 export async function selectProvider(
   requested: EtcdProviderName | 'auto',
   probes: ProviderProbes,
+  binaryHint = 'ETCD_BIN is not executable or `etcd` is not on PATH',
 ): Promise<EtcdProviderName> {
   switch (requested) {
     case 'external':
@@ -42,7 +43,7 @@ export async function selectProvider(
     case 'binary':
       if (await probes.binary()) return 'binary';
       throw unavailable(
-        "provider 'binary' needs an etcd executable, but ETCD_BIN is not executable or `etcd` is not on PATH. " +
+        `provider 'binary' needs an etcd executable, but ${binaryHint}. ` +
           'Install one with `apt-get install etcd-server` or set ETCD_BIN=/path/to/etcd',
       );
     case 'auto':
@@ -74,7 +75,18 @@ export async function resolveEtcdProvider(
   options: Pick<StartEtcdOptions, 'provider' | 'binary'> = {},
 ): Promise<EtcdProviderName> {
   const resolved = resolveOptions(options);
-  return selectProvider(resolved.provider, systemProbes(resolved.binary));
+  return selectProvider(
+    resolved.provider,
+    systemProbes(resolved.binary),
+    binaryHint(resolved.binary),
+  );
+}
+
+/** Says which binary was looked for, for the "not found" message. */
+export function binaryHint(binary: string | undefined): string {
+  return binary === undefined
+    ? '`etcd` is not on PATH'
+    : `"${binary}" (from the binary option or ETCD_BIN) is not an executable file or on PATH`;
 }
 
 function unavailable(message: string): EtcdHarnessError {

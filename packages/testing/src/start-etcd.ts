@@ -5,7 +5,7 @@ import { findEngine } from './engine.js';
 import { EtcdHarnessError } from './errors.js';
 import { findEtcdBinary } from './find-binary.js';
 import { parseEndpoints, resolveOptions, type ResolvedEtcdOptions } from './options.js';
-import { selectProvider, systemProbes } from './provider.js';
+import { binaryHint, selectProvider, systemProbes } from './provider.js';
 import type { EtcdCluster, StartEtcdOptions } from './types.js';
 
 // A free port can be taken by someone else between our probe and etcd's bind; that race is the
@@ -20,7 +20,11 @@ const MAX_ATTEMPTS = 3;
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdCluster> {
   const resolved = resolveOptions(options);
   resolved.signal?.throwIfAborted();
-  const provider = await selectProvider(resolved.provider, systemProbes(resolved.binary));
+  const provider = await selectProvider(
+    resolved.provider,
+    systemProbes(resolved.binary),
+    binaryHint(resolved.binary),
+  );
   if (provider === 'external') {
     const endpoints = parseEndpoints(process.env.ETCD_ENDPOINTS);
     resolved.log(`[leasehold/testing] etcd external: ${endpoints.join(',')}`);
