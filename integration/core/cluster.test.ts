@@ -1,8 +1,7 @@
 import { connect, isClusterChangedError } from '@leasehold/core';
 import { startEtcd, TcpFaultProxy, type EtcdCluster } from '@leasehold/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sharedEndpoints } from '../setup/etcd.js';
-import { waitFor } from './util.js';
+import { sharedEndpoints, waitFor } from '../setup/etcd.js';
 
 describe('a session on a 3-member cluster', () => {
   let cluster: EtcdCluster;

@@ -2,8 +2,7 @@ import { connect, isLockTakenError, type Leasehold } from '@leasehold/core';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sharedEndpoints, uniquePrefix } from '../setup/etcd.js';
-import { waitFor } from './util.js';
+import { sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
 
 const endpoints = sharedEndpoints();
 const etcdctl = process.env.ETCDCTL_BIN ?? 'etcdctl';

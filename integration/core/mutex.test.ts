@@ -9,8 +9,7 @@ import {
 import { TcpFaultProxy } from '@leasehold/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sharedEndpoints, uniquePrefix } from '../setup/etcd.js';
-import { waitFor } from './util.js';
+import { sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
 
 const endpoints = sharedEndpoints();
 const admin = new Etcd3({ hosts: endpoints });
@@ -110,6 +109,17 @@ describe('Mutex on a real etcd', () => {
     const lock = await second;
     expect(lock.key).toBe(first.key);
     expect(lock.token > first.token).toBe(true);
+    // The first hold's delete event (same key, older revision) must not end the second hold:
+    // a fenced write under the watched prefix lands, and its event comes after that delete.
+    await lock.put(`${client.lockPrefix}local-data`, 'second');
+    await waitFor(
+      async () => (await admin.get(`${client.lockPrefix}local-data`).string()) === 'second',
+      {
+        timeoutMs: 2_000,
+        what: 'fenced write visible',
+      },
+    );
+    expect(lock.isHeld).toBe(true);
     await lock.release();
   });
 

@@ -1,9 +1,8 @@
 import { connect, isLockLostError } from '@leasehold/core';
 import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sharedEndpoints, uniquePrefix } from '../setup/etcd.js';
+import { sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
 import { Worker } from './workers/worker.js';
-import { waitFor } from './util.js';
 
 const endpoints = sharedEndpoints();
 const admin = new Etcd3({ hosts: endpoints });

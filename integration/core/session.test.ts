@@ -2,8 +2,7 @@ import { connect, isLeaseLostError, type LeaseLostError } from '@leasehold/core'
 import { TcpFaultProxy } from '@leasehold/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sharedEndpoints } from '../setup/etcd.js';
-import { waitFor } from './util.js';
+import { sharedEndpoints, waitFor } from '../setup/etcd.js';
 
 const endpoints = sharedEndpoints();
 const admin = new Etcd3({ hosts: endpoints });

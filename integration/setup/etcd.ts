@@ -38,7 +38,8 @@ export async function waitFor<T>(
   for (;;) {
     attempts++;
     try {
-      const value = await predicate();
+      // A predicate may be a pending event (a promise): it must not outlive the deadline.
+      const value = await beforeDeadline(predicate, deadline);
       if (value) return value;
       lastError = undefined;
     } catch (error) {
@@ -57,6 +58,21 @@ export async function waitFor<T>(
       );
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+async function beforeDeadline<T>(
+  predicate: () => T | Promise<T>,
+  deadline: number,
+): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - performance.now()));
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(predicate), expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

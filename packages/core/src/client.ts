@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from './clock.js';
 import { ClientClosedError, ClusterChangedError, InvalidArgumentError } from './errors.js';
 import { EtcdTransport, type AuthOptions, type TlsOptions } from './etcd.js';
+import { KeyWatch } from './key-watch.js';
 import { Lock, type AcquireOptions, type LockContext, type TryAcquireOptions } from './lock.js';
 import { acquireLock } from './mutex.js';
 import {
@@ -86,6 +87,8 @@ export class Leasehold implements AsyncDisposable {
   #clusterChange: ClusterChangedError | undefined;
   readonly #sessions = new Set<Session>();
   #closed = false;
+  /** @internal One watch over the lock prefix for every lock held through this client. */
+  readonly keyWatch: KeyWatch;
 
   /** @internal Use {@link connect}. */
   constructor(
@@ -94,6 +97,7 @@ export class Leasehold implements AsyncDisposable {
     readonly lockPrefix: string,
     private readonly sharedSessionOptions: Omit<SessionOptions, 'signal'>,
   ) {
+    this.keyWatch = new KeyWatch(transport, lockPrefix);
     transport.onClusterChanged((expected, actual) => {
       this.#clusterChange ??= new ClusterChangedError(0n, expected, actual);
     });
@@ -181,6 +185,7 @@ export class Leasehold implements AsyncDisposable {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.all([...this.#sessions].map((s) => s.close()));
+    this.keyWatch.close();
     this.transport.close();
   }
 

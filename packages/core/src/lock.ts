@@ -1,4 +1,4 @@
-import type { IRangeResponse, Watcher } from 'etcd3';
+import type { IRangeResponse } from 'etcd3';
 import {
   InvalidArgumentError,
   LockLostError,
@@ -7,6 +7,7 @@ import {
   type LeaseLostError,
 } from './errors.js';
 import type { EtcdTransport } from './etcd.js';
+import type { KeyWatch } from './key-watch.js';
 import { LossLatch } from './latch.js';
 import { describe } from './options.js';
 import type { Session } from './session.js';
@@ -55,7 +56,7 @@ const RECHECK_DELAY_MS = 250;
 export class Lock implements AsyncDisposable {
   readonly #latch = new LossLatch<LockLostError | LockReleasedError>();
   readonly #lost = new LossLatch<LockLostError>();
-  #watcher: Watcher | undefined;
+  #watch: Disposable | undefined;
   #releasing: Promise<void> | undefined;
   #cleanup: Promise<void> | undefined;
   #exitLocal: () => void = () => undefined;
@@ -80,13 +81,18 @@ export class Lock implements AsyncDisposable {
     key: string,
     token: bigint,
     seenAtRevision: bigint,
+    keyWatch: KeyWatch,
     exitLocal: () => void,
   ): Lock {
     const lock = new Lock(transport, session, name, key, token);
     lock.#exitLocal = exitLocal;
     const sub = session.onLost((cause) => lock.#loseToSession(cause));
     lock.#latch.on(() => sub[Symbol.dispose]());
-    lock.#watchFrom(seenAtRevision + 1n);
+    // Nothing may change the key after the revision the acquire saw it at.
+    lock.#watch = keyWatch.register(key, seenAtRevision + 1n, {
+      changed: (kind) => void lock.#lose(kind === 'delete' ? 'deleted' : 'overwritten'),
+      unsure: () => void lock.#recheck(),
+    });
     return lock;
   }
 
@@ -211,9 +217,7 @@ export class Lock implements AsyncDisposable {
    */
   #end(): Promise<void> {
     this.#cleanup ??= (async () => {
-      const watcher = this.#watcher;
-      this.#watcher = undefined;
-      void watcher?.cancel().catch(() => undefined);
+      this.#watch?.[Symbol.dispose]();
       try {
         await this.#deleteOwnKey();
         this.#exitLocal();
@@ -256,28 +260,6 @@ export class Lock implements AsyncDisposable {
     }
   }
 
-  #watchFrom(revision: bigint): void {
-    if (!this.isHeld) return;
-    this.transport.watchKey(this.key, revision).then(
-      (watcher) => {
-        if (!this.isHeld) {
-          void watcher.cancel().catch(() => undefined);
-          return;
-        }
-        this.#watcher = watcher;
-        watcher.on('delete', () => void this.#lose('deleted'));
-        watcher.on('put', () => void this.#lose('overwritten'));
-        // A watch can be cancelled by the server (e.g. its start revision was compacted):
-        // re-read the key and watch again from what we saw.
-        watcher.on('error', () => {
-          void watcher.cancel().catch(() => undefined);
-          this.#recheckLater();
-        });
-      },
-      () => this.#recheckLater(),
-    );
-  }
-
   #recheckLater(): void {
     setTimeout(() => void this.#recheck(), RECHECK_DELAY_MS).unref();
   }
@@ -298,7 +280,6 @@ export class Lock implements AsyncDisposable {
     const kv = res.kvs[0];
     if (!kv || BigInt(kv.create_revision) !== this.token) return void this.#lose('deleted');
     if (kv.lease !== this.session.leaseId.toString()) return void this.#lose('overwritten');
-    this.#watchFrom(BigInt(res.header.revision) + 1n);
   }
 }
 

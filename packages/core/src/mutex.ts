@@ -139,6 +139,7 @@ async function contend(
       keyText,
       myRevision,
       BigInt(res.header.revision),
+      client.keyWatch,
       exitLocal,
     );
   }
@@ -169,6 +170,7 @@ async function contend(
       keyText,
       myRevision,
       BigInt(check.header.revision),
+      client.keyWatch,
       exitLocal,
     );
   } catch (err) {
