@@ -10,7 +10,13 @@ describe('a session on a 3-member cluster', () => {
   });
   afterAll(() => cluster?.close());
 
-  it('survives one member paused, then one member killed', async () => {
+  it('survives one member paused, then one member killed', async (ctx) => {
+    if (cluster.members.length < 3) {
+      console.log(
+        '[cluster] skipped: ETCD_ENDPOINTS points at an external cluster without member controls',
+      );
+      ctx.skip();
+    }
     await using client = await connect({ endpoints: cluster.endpoints, callTimeoutMs: 2_000 });
     // The default TTL (10 s): it must outlast a leader election (1-2.5 s with etcd's default
     // timing) plus a keepalive interval, since a paused leader stalls every renewal until then.
