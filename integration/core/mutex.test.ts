@@ -71,6 +71,35 @@ describe('Mutex on a real etcd', () => {
     await Promise.all(sessions.map((s) => s.close()));
   });
 
+  it('withLock releases the lock when its function throws', async () => {
+    const failure = new Error('job failed');
+    let seen: bigint | undefined;
+    await expect(
+      client.withLock('with-lock', ({ token }) => {
+        seen = token;
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(typeof seen).toBe('bigint');
+    expect(await keysUnder(`${client.lockPrefix}with-lock/`)).toEqual([]);
+  });
+
+  it('rejects bad input at the call, before touching etcd', async () => {
+    for (const name of ['', 42, 'a\0b', 'x'.repeat(2000)]) {
+      await expect(client.acquire(name as string)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    }
+    for (const timeoutMs of [0, -1, Number.NaN]) {
+      await expect(client.acquire('bad', { timeoutMs })).rejects.toThrow(
+        /timeoutMs must be a positive/,
+      );
+    }
+    const reason = new Error('already cancelled');
+    await expect(client.acquire('bad', { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(await keysUnder(`${client.lockPrefix}bad/`)).toEqual([]);
+  });
+
   it('tokens increase across names too', async () => {
     const a = await client.acquire('names-a');
     const b = await client.acquire('names-b');

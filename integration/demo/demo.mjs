@@ -92,7 +92,10 @@ async function story({ fenced, endpoints, storeUrl, store, lockName }) {
 }
 
 const workDir = mkdtempSync(join(tmpdir(), 'leasehold-demo-'));
-const storeUrl = process.env.DATABASE_URL ?? join(workDir, 'demo.sqlite');
+// LEASEHOLD_DEMO_STORE picks the store (an SQLite path, postgres:// or redis:// URL); else
+// PostgreSQL when DATABASE_URL is set; else an SQLite file in a temporary directory.
+const storeUrl =
+  process.env.LEASEHOLD_DEMO_STORE ?? process.env.DATABASE_URL ?? join(workDir, 'demo.sqlite');
 let etcd;
 let code = 1;
 try {

@@ -1,11 +1,43 @@
-// The demo's downstream store: an SQLite file by default, PostgreSQL when given a postgres:// URL.
+// The demo's downstream store: an SQLite file by default, PostgreSQL for a postgres:// URL,
+// Redis for a redis:// URL.
 // A fenced write only lands if the row's fence is <= the writer's token; a plain one always lands.
 import * as sqlite from '@leasehold/fence/sqlite';
 import * as postgres from '@leasehold/fence/postgres';
+import * as redisFence from '@leasehold/fence/redis';
 
 const TABLE = 'leasehold_demo_invoice';
 
 export async function openStore(url) {
+  if (url.startsWith('redis')) {
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    const key = (id) => `${TABLE}:${id}`;
+    const fenceKey = (id) => `${TABLE}:${id}:fence`;
+    return {
+      kind: 'Redis',
+      async reset() {
+        await redis.del(key('invoice-42'), fenceKey('invoice-42'));
+      },
+      async write(id, body, token, fenced) {
+        if (fenced) {
+          await redisFence.fencedSet(redis, {
+            fenceKey: fenceKey(id),
+            token,
+            key: key(id),
+            value: body,
+          });
+        } else {
+          await redis.mset(key(id), body, fenceKey(id), token.toString());
+        }
+      },
+      async read(id) {
+        const [body, fence] = await redis.mget(key(id), fenceKey(id));
+        return body === null ? undefined : { body, fence };
+      },
+      close: () => redis.quit(),
+    };
+  }
   if (url.startsWith('postgres')) {
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: url, max: 2 });
