@@ -1,5 +1,6 @@
 import { connect, isClusterChangedError } from '@leasehold/core';
 import { startEtcd, TcpFaultProxy, type EtcdCluster } from '@leasehold/testing';
+import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedEndpoints, waitFor } from '../setup/etcd.js';
 
@@ -34,6 +35,21 @@ describe('a session on a 3-member cluster', () => {
     await cluster.members[0]!.pause();
     await watchFor(11_000); // longer than the TTL: keepalives must flow through the others
     await cluster.members[0]!.resume();
+    // Let the resumed member catch up (it answers a linearizable read) before taking another
+    // one away: two members disrupted at once is a quorum loss, not a single-member fault.
+    const direct = new Etcd3({ hosts: cluster.members[0]!.clientUrl });
+    try {
+      await waitFor(
+        () =>
+          direct
+            .get('/cluster-test/probe')
+            .options({ deadline: Date.now() + 1_000 })
+            .then(() => true),
+        { timeoutMs: 15_000, what: 'resumed member serving linearizable reads' },
+      );
+    } finally {
+      direct.close();
+    }
 
     await cluster.members[1]!.kill();
     await watchFor(11_000);

@@ -1,7 +1,7 @@
 import type { IKeyValue, Watcher } from 'etcd3';
 import type { EtcdTransport } from './etcd.js';
 
-/** What a held lock hears about its key. */
+/** What a held lock (or a waiter, about its predecessor) hears about a key. */
 export interface KeyListener {
   /** The key changed at or after the revision it registered from. */
   changed(kind: 'delete' | 'put'): void;
@@ -12,7 +12,7 @@ export interface KeyListener {
 const RESTART_DELAY_MS = 250;
 
 /**
- * One watch over the whole lock prefix, shared by every held lock of a client. A watch per lock
+ * One watch over the whole lock prefix, shared by every held lock and every waiter of a client. A watch per lock
  * would cost a watch create and cancel on every acquire and release, which measured here
  * doubled the uncontended lock time. The price is that the client also sees other clients'
  * lock churn under the same prefix.
@@ -22,7 +22,7 @@ const RESTART_DELAY_MS = 250;
  * if the watch may already have passed that revision, or restarts, the lock re-reads its key.
  */
 export class KeyWatch {
-  readonly #subs = new Map<string, { from: bigint; listener: KeyListener }>();
+  readonly #subs = new Map<string, Set<{ from: bigint; listener: KeyListener }>>();
   #watcher: Watcher | undefined;
   #starting = false;
   #startRevision = 0n;
@@ -37,7 +37,9 @@ export class KeyWatch {
   /** Tells `listener` about changes to `key` at revisions >= `fromRevision`. */
   register(key: string, fromRevision: bigint, listener: KeyListener): Disposable {
     const entry = { from: fromRevision, listener };
-    this.#subs.set(key, entry);
+    let set = this.#subs.get(key);
+    if (!set) this.#subs.set(key, (set = new Set()));
+    set.add(entry);
     if (!this.#watcher && !this.#starting) {
       this.#start(fromRevision);
     } else if (fromRevision < this.#startRevision || fromRevision <= this.#seenRevision) {
@@ -45,7 +47,8 @@ export class KeyWatch {
     }
     return {
       [Symbol.dispose]: () => {
-        if (this.#subs.get(key) === entry) this.#subs.delete(key);
+        set.delete(entry);
+        if (set.size === 0 && this.#subs.get(key) === set) this.#subs.delete(key);
       },
     };
   }
@@ -80,8 +83,9 @@ export class KeyWatch {
   #event(kind: 'delete' | 'put', kv: IKeyValue): void {
     const revision = BigInt(kv.mod_revision);
     if (revision > this.#seenRevision) this.#seenRevision = revision;
-    const sub = this.#subs.get(kv.key.toString());
-    if (sub && revision >= sub.from) sub.listener.changed(kind);
+    for (const sub of this.#subs.get(kv.key.toString()) ?? []) {
+      if (revision >= sub.from) sub.listener.changed(kind);
+    }
   }
 
   #restart(old: Watcher): void {
@@ -115,7 +119,7 @@ export class KeyWatch {
     }
     if (this.#closed || this.#watcher || this.#starting) return;
     this.#start(now + 1n);
-    for (const { listener } of this.#subs.values()) listener.unsure();
+    for (const set of [...this.#subs.values()]) for (const { listener } of set) listener.unsure();
   }
 
   close(): void {

@@ -9,6 +9,7 @@ import type { IRangeRequest, IRangeResponse } from 'etcd3';
 import type { Leasehold } from './client.js';
 import { LockLostError, LockTakenError, LockTimeoutError, isLeaseholdError } from './errors.js';
 import type { EtcdTransport } from './etcd.js';
+import type { KeyWatch } from './key-watch.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type AcquireOptions } from './lock.js';
 import { encodeName, prefixEnd } from './names.js';
@@ -19,6 +20,8 @@ import { raceSignal, timeoutSignal } from './wait.js';
 const queues = new WeakMap<Session, LocalQueue>();
 const localHolders = new WeakMap<Session, Map<string, Lock>>();
 const RETRY_WAIT_MS = 200;
+/** A waiter re-reads its predecessor at least this often, whatever the watch says. */
+const RECHECK_WAIT_MS = 5_000;
 
 export async function acquireLock(
   client: Leasehold,
@@ -148,7 +151,7 @@ async function contend(
     throw new LockTakenError(name, owner!.key.toString(), ownerRevision);
   }
   try {
-    await waitForPredecessors(transport, range, myRevision, signal);
+    await waitForPredecessors(transport, client.keyWatch, range, myRevision, signal);
     // The lease may have expired while queued, deleting our key; never report a false success.
     const check = await transport.call('lock check', (o) => transport.client.kv.range({ key }, o), {
       idempotent: true,
@@ -182,6 +185,7 @@ async function contend(
 /** Waits until no key under the lock created before `myRevision` is left. */
 async function waitForPredecessors(
   transport: EtcdTransport,
+  keyWatch: KeyWatch,
   range: { key: Buffer; range_end: Buffer },
   myRevision: bigint,
   signal: AbortSignal,
@@ -216,7 +220,7 @@ async function waitForPredecessors(
     const predecessor = res.kvs[0];
     if (!predecessor) return;
     await waitForDelete(
-      transport,
+      keyWatch,
       predecessor.key.toString(),
       BigInt(res.header.revision) + 1n,
       signal,
@@ -225,31 +229,31 @@ async function waitForPredecessors(
 }
 
 /**
- * Resolves when `key` is deleted at or after `fromRevision`, or when the watch fails (the
- * caller re-reads: e.g. after a compaction of `fromRevision`). Rejects on abort.
+ * Resolves when `key` is deleted at or after `fromRevision`, or when the shared watch may have
+ * missed events (the caller re-reads). Rejects on abort. Also resolves after a while regardless,
+ * so that a watch that silently stopped delivering can only slow a waiter down, never strand it.
  */
 async function waitForDelete(
-  transport: EtcdTransport,
+  keyWatch: KeyWatch,
   key: string,
   fromRevision: bigint,
   signal: AbortSignal,
 ): Promise<void> {
-  let watcher: Awaited<ReturnType<EtcdTransport['watchKey']>> | undefined;
+  let registration: Disposable | undefined;
+  let timer: NodeJS.Timeout | undefined;
   try {
     const done = new Promise<void>((resolve) => {
-      transport.watchKey(key, fromRevision).then(
-        (w) => {
-          watcher = w;
-          w.on('delete', () => resolve());
-          w.on('error', () => resolve());
-          if (signal.aborted) resolve();
-        },
-        () => void delay(RETRY_WAIT_MS).then(resolve),
-      );
+      registration = keyWatch.register(key, fromRevision, {
+        changed: (kind) => kind === 'delete' && resolve(),
+        unsure: () => resolve(),
+      });
+      timer = setTimeout(resolve, RECHECK_WAIT_MS);
+      timer.unref();
     });
     await raceSignal(done, signal);
   } finally {
-    void watcher?.cancel().catch(() => undefined);
+    clearTimeout(timer);
+    registration?.[Symbol.dispose]();
   }
 }
 
