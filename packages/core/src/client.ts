@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from './clock.js';
 import { ClientClosedError, ClusterChangedError, InvalidArgumentError } from './errors.js';
-import { EtcdTransport, type AuthOptions, type TlsOptions } from './etcd.js';
+import { EtcdTransport } from './etcd.js';
 import { KeyWatch } from './key-watch.js';
 import { Lock, type AcquireOptions, type LockContext, type TryAcquireOptions } from './lock.js';
 import { acquireLock } from './mutex.js';
@@ -11,6 +11,8 @@ import {
   validateDurationMs,
   validateEndpoints,
   validatePrefix,
+  type AuthOptions,
+  type TlsOptions,
 } from './options.js';
 import { Session, type SessionOptions } from './session.js';
 
@@ -71,7 +73,7 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
     tls: options.tls,
     auth: options.auth,
   });
-  const client = new Leasehold(
+  const client = Leasehold.open(
     transport,
     options.clock ?? systemClock,
     lockPrefix,
@@ -87,20 +89,40 @@ export class Leasehold implements AsyncDisposable {
   #clusterChange: ClusterChangedError | undefined;
   readonly #sessions = new Set<Session>();
   #closed = false;
+  /** @internal */
+  readonly transport: EtcdTransport;
+  /** @internal */
+  readonly clock: Clock;
   /** @internal One watch over the lock prefix for every lock held through this client. */
   readonly keyWatch: KeyWatch;
+  /** Key prefix of this client's locks. */
+  readonly lockPrefix: string;
+  readonly #sharedSessionOptions: Omit<SessionOptions, 'signal'>;
 
-  /** @internal Use {@link connect}. */
-  constructor(
-    /** @internal */ readonly transport: EtcdTransport,
-    /** @internal */ readonly clock: Clock,
-    readonly lockPrefix: string,
-    private readonly sharedSessionOptions: Omit<SessionOptions, 'signal'>,
+  private constructor(
+    transport: EtcdTransport,
+    clock: Clock,
+    lockPrefix: string,
+    sharedSessionOptions: Omit<SessionOptions, 'signal'>,
   ) {
+    this.transport = transport;
+    this.clock = clock;
+    this.lockPrefix = lockPrefix;
+    this.#sharedSessionOptions = sharedSessionOptions;
     this.keyWatch = new KeyWatch(transport, lockPrefix);
     transport.onClusterChanged((expected, actual) => {
       this.#clusterChange ??= new ClusterChangedError(0n, expected, actual);
     });
+  }
+
+  /** @internal Use {@link connect}. */
+  static open(
+    transport: EtcdTransport,
+    clock: Clock,
+    lockPrefix: string,
+    sharedSessionOptions: Omit<SessionOptions, 'signal'>,
+  ): Leasehold {
+    return new Leasehold(transport, clock, lockPrefix, sharedSessionOptions);
   }
 
   /** The etcd cluster id recorded on first contact (decimal). */
@@ -134,7 +156,7 @@ export class Leasehold implements AsyncDisposable {
   }
 
   #newShared(): Promise<Session> {
-    const next = this.session(this.sharedSessionOptions);
+    const next = this.session(this.#sharedSessionOptions);
     this.#shared = next;
     return next;
   }

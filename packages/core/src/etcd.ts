@@ -36,6 +36,7 @@ import {
   EtcdUnavailableError,
   isLeaseholdError,
 } from './errors.js';
+import type { AuthOptions, TlsOptions } from './options.js';
 
 export interface TransportOptions {
   endpoints: string[];
@@ -44,19 +45,6 @@ export interface TransportOptions {
   maxAttempts: number;
   tls?: TlsOptions | undefined;
   auth?: AuthOptions | undefined;
-}
-
-/** PEM-encoded material for TLS to etcd. Endpoints must use https. */
-export interface TlsOptions {
-  caCert: Buffer | string;
-  clientCert?: Buffer | string;
-  clientKey?: Buffer | string;
-}
-
-/** etcd's username/password authentication. */
-export interface AuthOptions {
-  username: string;
-  password: string;
 }
 
 export type KeepAliveStream = IRequestStream<ILeaseKeepAliveRequest> &

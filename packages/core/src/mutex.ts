@@ -134,18 +134,20 @@ async function contend(
       )
       .catch(() => undefined); // the lease's expiry removes it otherwise
 
-  if (ownerRevision === myRevision) {
-    return Lock.held(
+  // `seenAt`: the revision at which the key was last read as ours; it must not change after.
+  const held = (seenAt: string) =>
+    Lock.held(
       transport,
       session,
       name,
       keyText,
       myRevision,
-      BigInt(res.header.revision),
+      BigInt(seenAt),
       client.keyWatch,
       exitLocal,
     );
-  }
+
+  if (ownerRevision === myRevision) return held(res.header.revision);
   if (!wait) {
     await deleteOwnKey();
     throw new LockTakenError(name, owner!.key.toString(), ownerRevision);
@@ -166,16 +168,7 @@ async function contend(
       );
     }
     signal.throwIfAborted();
-    return Lock.held(
-      transport,
-      session,
-      name,
-      keyText,
-      myRevision,
-      BigInt(check.header.revision),
-      client.keyWatch,
-      exitLocal,
-    );
+    return held(check.header.revision);
   } catch (err) {
     await deleteOwnKey();
     throw err;

@@ -19,6 +19,19 @@ export const defaults = {
   maxAttempts: 3,
 } as const;
 
+/** PEM-encoded material for TLS to etcd. Endpoints must use https. */
+export interface TlsOptions {
+  caCert: Buffer | string;
+  clientCert?: Buffer | string;
+  clientKey?: Buffer | string;
+}
+
+/** etcd's username/password authentication. */
+export interface AuthOptions {
+  username: string;
+  password: string;
+}
+
 /**
  * etcd's minimum TTL with its default timing (heartbeat 100 ms, election timeout 1000 ms) is
  * 2 s; it silently raises anything lower, which would make the local deadline wrong. We reject

@@ -32,6 +32,10 @@ export interface SessionOptions {
 const RECONNECT_MIN_MS = 50;
 const RECONNECT_MAX_MS = 1_000;
 
+/** "Lease not found" answers, each on a fresh stream, before the session believes them. */
+const GONE_CONFIRMATIONS = 3;
+const CONFIRM_DELAY_MS = 100;
+
 /**
  * A keepalive unanswered for this long means the stream is stuck (a frozen member keeps the TCP
  * connection open, so no error ever arrives): drop the stream and reopen it, which lets the
@@ -58,6 +62,7 @@ export class Session implements AsyncDisposable {
   #cancelDeadline: () => void = () => undefined;
   #keepAliveTimer: ReturnType<typeof setInterval> | undefined;
   #reconnectDelayMs = RECONNECT_MIN_MS;
+  #goneAnswers = 0;
   #closing: Promise<void> | undefined;
   readonly #disposables: Disposable[] = [];
 
@@ -209,7 +214,7 @@ export class Session implements AsyncDisposable {
     } catch {
       return this.#reopenLater();
     }
-    if (this.isLost) return stream.end();
+    if (this.isLost || this.#stream) return stream.end(); // lost, or another open won
     this.#stream = stream;
     this.#sentAt.length = 0;
     const onBroken = () => {
@@ -247,12 +252,7 @@ export class Session implements AsyncDisposable {
     }
     this.clock.setTimeout(() => {
       if (this.#stream !== stream || this.isLost || this.#sentAt[0] !== sentAt) return;
-      this.#stream = undefined;
-      try {
-        stream.cancel();
-      } catch {
-        // already broken; it is being replaced either way
-      }
+      this.#dropStream(true);
       void this.#openStream();
     }, answerTimeoutMs(this.ttlSeconds));
   }
@@ -264,6 +264,14 @@ export class Session implements AsyncDisposable {
     if (!this.transport.checkHeader(header)) return;
     const seconds = Number(ttl);
     if (!(seconds > 0)) {
+      // A member that just woke from a pause (or was cut off) can answer from a stale view and
+      // call a live lease expired. Ask again on fresh streams (each may reach another member)
+      // before believing it; the local deadline still bounds how long this can take.
+      if (++this.#goneAnswers < GONE_CONFIRMATIONS) {
+        this.#dropStream();
+        this.clock.setTimeout(() => void this.#openStream(), CONFIRM_DELAY_MS);
+        return;
+      }
       this.#lose(
         new LeaseLostError(
           'gone',
@@ -273,8 +281,25 @@ export class Session implements AsyncDisposable {
       );
       return;
     }
+    this.#goneAnswers = 0;
     this.#deadline.answered(sentAt, seconds);
     this.#armDeadline();
+  }
+
+  /**
+   * Stops using the current stream. `stuck` cancels it, which also makes the client treat that
+   * member as failing (its circuit breaker counts it); otherwise the stream is half-closed
+   * gracefully, so a healthy member is not blamed.
+   */
+  #dropStream(stuck = false): void {
+    const stream = this.#stream;
+    this.#stream = undefined;
+    try {
+      if (stuck) stream?.cancel();
+      else stream?.end();
+    } catch {
+      // already broken; it is being replaced or discarded either way
+    }
   }
 
   #lose(reason: LeaseLostError): void {
@@ -282,13 +307,7 @@ export class Session implements AsyncDisposable {
     this.#cancelDeadline();
     clearInterval(this.#keepAliveTimer);
     for (const d of this.#disposables.splice(0)) d[Symbol.dispose]();
-    const stream = this.#stream;
-    this.#stream = undefined;
-    try {
-      stream?.end();
-    } catch {
-      // Ending a broken stream may throw; it is being discarded either way.
-    }
+    this.#dropStream();
     // A session that only lost touch may still own its lease on the server: revoke it so its
     // locks pass to the next holder now instead of at expiry. Never after a cluster change,
     // where the same lease id may belong to someone else.

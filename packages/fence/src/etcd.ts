@@ -11,6 +11,7 @@
  * strings byte order is numeric order, exact for all int64 tokens.
  */
 import type { Leasehold } from '@leasehold/core';
+import { transportOf } from '@leasehold/core/internal';
 import { checkResource, type FencedStore, type FencedValue } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -67,7 +68,7 @@ export class EtcdFence implements FencedStore {
       { request_put: { key: fenceKey, value: Buffer.from(padToken(t)) } },
       ...toRequests(ops),
     ];
-    const transport = this.client.transport;
+    const transport = transportOf(this.client);
     const res = await transport.call(
       'fenced write',
       (o) =>
@@ -125,7 +126,7 @@ export class EtcdFence implements FencedStore {
 
   /** Reads keys at one revision (one read-only txn), so a value and its token agree. */
   async #get(keys: string[]): Promise<(Buffer | undefined)[]> {
-    const transport = this.client.transport;
+    const transport = transportOf(this.client);
     const res = await transport.call(
       'fence read',
       (o) =>
