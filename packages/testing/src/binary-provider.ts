@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BinaryMember } from './binary-member.js';
 import { makeCluster } from './cluster.js';
-import { buildEtcdArgs, clientUrlOf, memberName, type MemberSpec } from './etcd-args.js';
-import { freePort } from './free-port.js';
+import { buildEtcdArgs, clientUrlOf } from './etcd-args.js';
+import { planMembers } from './plan-members.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { trackTempDir, untrackTempDir } from './process-registry.js';
 import type { EtcdCluster } from './types.js';
@@ -18,16 +17,7 @@ export async function startBinaryCluster(
 ): Promise<EtcdCluster> {
   const root = await mkdtemp(join(tmpdir(), 'leasehold-etcd-'));
   trackTempDir(root);
-  const token = `leasehold-${randomBytes(4).toString('hex')}`;
-  const specs: MemberSpec[] = [];
-  for (let i = 0; i < options.members; i++) {
-    specs.push({
-      name: memberName(i),
-      clientPort: await freePort(),
-      peerPort: await freePort(),
-      dataDir: join(root, memberName(i)),
-    });
-  }
+  const { token, specs } = await planMembers(options.members, (name) => join(root, name));
   const members = specs.map(
     (spec) =>
       new BinaryMember({

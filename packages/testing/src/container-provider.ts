@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { makeCluster } from './cluster.js';
 import { ContainerMember } from './container-member.js';
 import type { EngineLocation } from './engine.js';
 import { EtcdHarnessError } from './errors.js';
-import { buildEtcdArgs, clientUrlOf, memberName, type MemberSpec } from './etcd-args.js';
-import { freePort } from './free-port.js';
+import { buildEtcdArgs, clientUrlOf } from './etcd-args.js';
+import { planMembers } from './plan-members.js';
 import { LogTail } from './log-tail.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { applyTestcontainersDefaults } from './testcontainers-env.js';
@@ -50,16 +49,7 @@ export async function startContainerCluster(
     );
   }
 
-  const token = `leasehold-${randomBytes(4).toString('hex')}`;
-  const specs: MemberSpec[] = [];
-  for (let i = 0; i < options.members; i++) {
-    specs.push({
-      name: memberName(i),
-      clientPort: await freePort(),
-      peerPort: await freePort(),
-      dataDir: `/var/lib/etcd/${memberName(i)}`,
-    });
-  }
+  const { token, specs } = await planMembers(options.members, (name) => `/var/lib/etcd/${name}`);
   const tails = specs.map((spec) => new LogTail(spec.name, options.log));
   const starts = specs.map((spec, i) =>
     new tc.GenericContainer(options.image)
