@@ -15,7 +15,8 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = performance.now();
-  const cluster = await startEtcd({ log: console.log });
+  // etcd's own log stays out of the test output; a failed start reports its last lines.
+  const cluster = await startEtcd();
   const image =
     cluster.provider === 'container'
       ? ` image=${process.env.LEASEHOLD_ETCD_IMAGE ?? DEFAULT_ETCD_IMAGE}`
