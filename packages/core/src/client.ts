@@ -132,7 +132,7 @@ export class Leasehold implements AsyncDisposable {
 
   /** Grants a new lease and keeps it alive until closed or lost. */
   async session(options?: SessionOptions): Promise<Session> {
-    this.#assertUsable();
+    this.assertUsable();
     const session = await Session.create(this.transport, this.clock, options);
     this.#sessions.add(session);
     session.onLost(() => this.#sessions.delete(session));
@@ -144,7 +144,7 @@ export class Leasehold implements AsyncDisposable {
    * in the process. After it is lost, the next call grants a fresh one.
    */
   sharedSession(): Promise<Session> {
-    this.#assertUsable();
+    this.assertUsable();
     const current = this.#shared;
     if (current) {
       return current.then(
@@ -192,12 +192,8 @@ export class Leasehold implements AsyncDisposable {
     }
   }
 
-  /** @internal */
+  /** @internal Throws if the client is closed or saw its cluster change. */
   assertUsable(): void {
-    this.#assertUsable();
-  }
-
-  #assertUsable(): void {
     if (this.#clusterChange) throw this.#clusterChange;
     if (this.#closed) throw new ClientClosedError();
   }

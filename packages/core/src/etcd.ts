@@ -28,7 +28,6 @@ import {
   type IResponseStream,
   type ILeaseKeepAliveRequest,
   type ILeaseKeepAliveResponse,
-  type Watcher,
 } from 'etcd3';
 import {
   ConnectError,
@@ -163,11 +162,11 @@ export class EtcdTransport {
       this.checkHeader(res.header);
       return res;
     } catch (err) {
-      throw this.wrapError(what, err);
+      throw this.#wrapError(what, err);
     }
   }
 
-  wrapError(what: string, err: unknown): Error {
+  #wrapError(what: string, err: unknown): Error {
     if (isLeaseholdError(err)) return err;
     const message = `etcd ${what} failed: ${(err as Error)?.message ?? String(err)}`;
     return err instanceof Error && isTransient(err)
@@ -177,11 +176,6 @@ export class EtcdTransport {
 
   openKeepAlive(): Promise<KeepAliveStream> {
     return this.client.leaseClient.leaseKeepAlive();
-  }
-
-  /** Watches one key from `startRevision` (inclusive). */
-  watchKey(key: string, startRevision: bigint): Promise<Watcher> {
-    return this.client.watch().key(key).startRevision(startRevision.toString()).create();
   }
 
   close(): void {

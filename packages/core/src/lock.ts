@@ -4,7 +4,6 @@ import {
   LockLostError,
   LockReleasedError,
   isLeaseholdError,
-  type LeaseLostError,
 } from './errors.js';
 import type { EtcdTransport } from './etcd.js';
 import type { KeyWatch } from './key-watch.js';
@@ -86,7 +85,7 @@ export class Lock implements AsyncDisposable {
   ): Lock {
     const lock = new Lock(transport, session, name, key, token);
     lock.#exitLocal = exitLocal;
-    const sub = session.onLost((cause) => lock.#loseToSession(cause));
+    const sub = session.onLost((cause) => void lock.#lose('session', cause));
     lock.#latch.on(() => sub[Symbol.dispose]());
     // Nothing may change the key after the revision the acquire saw it at.
     lock.#watch = keyWatch.register(key, seenAtRevision + 1n, {
@@ -184,10 +183,6 @@ export class Lock implements AsyncDisposable {
   #throwIfEnded(): void {
     const reason = this.#latch.reason;
     if (reason) throw reason;
-  }
-
-  #loseToSession(cause: LeaseLostError): void {
-    this.#lose('session', cause);
   }
 
   #lose(reason: 'session' | 'deleted' | 'overwritten', cause?: unknown): LockLostError {

@@ -25,6 +25,19 @@ export interface FencedStore {
   highestToken(resource: string): Promise<bigint | undefined>;
 }
 
+/** Options of the SQL stores (`postgresStore`, `sqliteStore`). */
+export interface SqlStoreOptions {
+  /** The value table, created with the module's `...StoreDDL`. Default `leasehold_value`. */
+  valueTable?: string;
+  /**
+   * How writes are fenced: `row` with `upsertFencedRow` on the value table's own fence column,
+   * `fence-table` with `withFence`. Default `row`.
+   */
+  via?: 'row' | 'fence-table';
+  /** The fence table for `via: 'fence-table'`. Default `leasehold_fence`. */
+  fenceTable?: string;
+}
+
 /** Resource names are opaque strings; the empty string is refused as almost always a bug. */
 export function checkResource(resource: unknown): string {
   if (typeof resource !== 'string' || resource.length === 0) {

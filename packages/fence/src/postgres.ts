@@ -1,5 +1,10 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
-import { checkResource, type FencedStore, type FencedValue } from './contract.js';
+import {
+  checkResource,
+  type FencedStore,
+  type FencedValue,
+  type SqlStoreOptions,
+} from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { quoteIdentifier } from './identifier.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -177,17 +182,7 @@ function toToken(text: string | null | undefined): bigint | undefined {
   return text === null || text === undefined ? undefined : BigInt(text);
 }
 
-export interface PostgresStoreOptions {
-  /** The value table, created with {@link postgresStoreDDL}. Default `leasehold_value`. */
-  valueTable?: string;
-  /**
-   * How writes are fenced: `row` with {@link upsertFencedRow} on the value table's own fence
-   * column, `fence-table` with {@link withFence}. Default `row`.
-   */
-  via?: 'row' | 'fence-table';
-  /** The fence table for `via: 'fence-table'`. Default `leasehold_fence`. */
-  fenceTable?: string;
-}
+export type PostgresStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link postgresStore}: its value table, plus the fence table when it uses one. */
 export function postgresStoreDDL(options: PostgresStoreOptions = {}): string[] {

@@ -1,5 +1,10 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { checkResource, type FencedStore, type FencedValue } from './contract.js';
+import {
+  checkResource,
+  type FencedStore,
+  type FencedValue,
+  type SqlStoreOptions,
+} from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { quoteIdentifier } from './identifier.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -153,14 +158,7 @@ export function withFence<T>(
     .immediate();
 }
 
-export interface SqliteStoreOptions {
-  /** Default `leasehold_value`. */
-  valueTable?: string;
-  /** `row`: {@link upsertFencedRow}; `fence-table`: {@link withFence}. Default `row`. */
-  via?: 'row' | 'fence-table';
-  /** Default `leasehold_fence`. */
-  fenceTable?: string;
-}
+export type SqliteStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link sqliteStore}: its value table, plus the fence table when it uses one. */
 export function sqliteStoreDDL(options: SqliteStoreOptions = {}): string[] {
