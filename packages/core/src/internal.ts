@@ -1,13 +1,22 @@
 /**
- * For leasehold's own packages only (e.g. `@leasehold/fence/etcd`): raw access to a client's
- * etcd connection. Not part of the public API and free to change in any release.
+ * For leasehold's own packages only (e.g. `@leasehold/fence/etcd`). Not part of the public API
+ * and free to change in any release.
  */
+import type { KVClient } from 'etcd3';
 import type { Leasehold } from './client.js';
-import type { EtcdTransport } from './etcd.js';
 
-export type { EtcdTransport };
-
-/** The etcd connection behind a client: deadlines, retries and cluster-id checks included. */
-export function transportOf(client: Leasehold): EtcdTransport {
-  return client.transport;
+/**
+ * Runs one etcd KV call through a client with every check its own calls get: the client must be
+ * open and on its original cluster, the call has a deadline, only `idempotent` calls are retried,
+ * and an answer from a foreign or rewound cluster is never handed on.
+ */
+export function kvCall<T extends { header?: { cluster_id: string; revision: string } }>(
+  client: Leasehold,
+  what: string,
+  run: (kv: KVClient, options: { deadline: number }) => Promise<T>,
+  opts: { idempotent: boolean; timeoutMs?: number },
+): Promise<T> {
+  client.assertUsable();
+  const transport = client.transport;
+  return transport.call(what, (o) => run(transport.client.kv, o), opts);
 }

@@ -11,7 +11,7 @@
  * strings byte order is numeric order, exact for all int64 tokens.
  */
 import type { Leasehold } from '@leasehold/core';
-import { transportOf } from '@leasehold/core/internal';
+import { kvCall } from '@leasehold/core/internal';
 import { checkResource, type FencedStore, type FencedValue } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -68,11 +68,11 @@ export class EtcdFence implements FencedStore {
       { request_put: { key: fenceKey, value: Buffer.from(padToken(t)) } },
       ...toRequests(ops),
     ];
-    const transport = transportOf(this.client);
-    const res = await transport.call(
+    const res = await kvCall(
+      this.client,
       'fenced write',
-      (o) =>
-        transport.client.kv.txn(
+      (kv, o) =>
+        kv.txn(
           {
             // Absent fence: any valid token is accepted. Present: accepted iff stored < token+1.
             compare: [{ key: fenceKey, target: 'Create', result: 'Equal', create_revision: '0' }],
@@ -126,11 +126,11 @@ export class EtcdFence implements FencedStore {
 
   /** Reads keys at one revision (one read-only txn), so a value and its token agree. */
   async #get(keys: string[]): Promise<(Buffer | undefined)[]> {
-    const transport = transportOf(this.client);
-    const res = await transport.call(
+    const res = await kvCall(
+      this.client,
       'fence read',
-      (o) =>
-        transport.client.kv.txn(
+      (kv, o) =>
+        kv.txn(
           {
             compare: [],
             success: keys.map((k) => ({ request_range: { key: Buffer.from(k) } })),
