@@ -2,7 +2,7 @@
  * For leasehold's own packages only (e.g. `@leasehold/fence/etcd`). Not part of the public API
  * and free to change in any release.
  */
-import type { KVClient } from 'etcd3';
+import type { IResponseHeader, KVClient } from 'etcd3';
 import type { Leasehold } from './client.js';
 
 /**
@@ -10,7 +10,7 @@ import type { Leasehold } from './client.js';
  * open and on its original cluster, the call has a deadline, only `idempotent` calls are retried,
  * and an answer from a foreign or rewound cluster is never handed on.
  */
-export function kvCall<T extends { header?: { cluster_id: string; revision: string } }>(
+export function kvCall<T extends { header?: IResponseHeader }>(
   client: Leasehold,
   what: string,
   run: (kv: KVClient, options: { deadline: number }) => Promise<T>,
