@@ -3,6 +3,7 @@ import { EtcdHarnessError } from './errors.js';
 import { waitHealthy } from './health.js';
 import { LogTail } from './log-tail.js';
 import { trackChild } from './process-registry.js';
+import { saveSnapshot, type SnapshotFiles } from './snapshot.js';
 import { withDeadline } from './wait.js';
 import type { EtcdMember } from './types.js';
 
@@ -16,6 +17,7 @@ export interface BinaryMemberConfig {
   args: string[];
   startupTimeoutMs: number;
   log: (line: string) => void;
+  snapshots: SnapshotFiles;
 }
 
 /** One etcd child process. The data dir lives outside it, so stop/kill/start keep the data. */
@@ -87,6 +89,19 @@ export class BinaryMember implements EtcdMember {
     await this.start();
   }
 
+  async snapshot(): Promise<string> {
+    this.requireRunning('snapshot');
+    if (this.paused) {
+      throw new EtcdHarnessError(
+        'ETCD_INVALID_OPTION',
+        `cannot snapshot etcd member ${this.name}: it is paused (resume it first)`,
+      );
+    }
+    const file = await this.config.snapshots.next(this.name);
+    await saveSnapshot(this.clientUrl, file, `etcd member ${this.name}`);
+    return file;
+  }
+
   private resumeProcess(child: ChildProcess): void {
     child.kill('SIGCONT');
     this.paused = false;
@@ -103,13 +118,9 @@ export class BinaryMember implements EtcdMember {
   }
 
   private spawn(): void {
-    // etcd reads ETCD_* variables as flags; the test runner's ETCD_ENDPOINTS etc. must not leak in.
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([key]) => !key.startsWith('ETCD_')),
-    );
     const child = spawn(this.config.binary, this.config.args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env,
+      env: etcdFreeEnv(),
     });
     this.child = child;
     this.exitInfo = undefined;
@@ -132,4 +143,19 @@ export class BinaryMember implements EtcdMember {
       );
     });
   }
+}
+
+/**
+ * The environment without ETCD_* and ETCDCTL_* variables: etcd and etcdctl read them as flags,
+ * and the test runner's ETCD_ENDPOINTS etc. must not leak in.
+ */
+export function etcdFreeEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([key]) => !key.startsWith('ETCD_') && !key.startsWith('ETCDCTL_'),
+      ),
+    ),
+    ...extra,
+  };
 }

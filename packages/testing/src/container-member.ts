@@ -1,13 +1,37 @@
 import type { ContainerRuntimeClient } from 'testcontainers';
 import { EtcdHarnessError } from './errors.js';
 import { waitHealthy } from './health.js';
+import { saveSnapshot, type SnapshotFiles } from './snapshot.js';
 import type { EtcdMember } from './types.js';
 import { delay, withDeadline } from './wait.js';
 
-type DockerContainer = ReturnType<ContainerRuntimeClient['container']['getById']>;
+export type DockerContainer = ReturnType<ContainerRuntimeClient['container']['getById']>;
 
 const STOP_GRACE_SECONDS = 10;
-const ENGINE_CALL_TIMEOUT_MS = 30_000;
+export const ENGINE_CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * Runs an engine call with a deadline; HTTP statuses in `ok` count as success (undefined).
+ * Other failures become ETCD_ENGINE_ERROR naming `what`.
+ */
+export async function engineCall<T>(
+  what: string,
+  call: () => Promise<T>,
+  ok: number[] = [],
+): Promise<T | undefined> {
+  try {
+    return await withDeadline(call(), ENGINE_CALL_TIMEOUT_MS, what);
+  } catch (error) {
+    const status = (error as { statusCode?: unknown }).statusCode;
+    if (typeof status === 'number' && ok.includes(status)) return undefined;
+    if (error instanceof EtcdHarnessError) throw error;
+    throw new EtcdHarnessError(
+      'ETCD_ENGINE_ERROR',
+      `container engine refused to ${what}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
 
 /**
  * One etcd container on the host network. Lifecycle calls go straight to the engine's
@@ -20,12 +44,31 @@ export class ContainerMember implements EtcdMember {
   constructor(
     readonly name: string,
     readonly clientUrl: string,
-    private readonly container: DockerContainer,
+    private container: DockerContainer,
     private readonly startupTimeoutMs: number,
+    private readonly snapshots: SnapshotFiles,
   ) {}
 
   get id(): string {
     return this.container.id;
+  }
+
+  /** After a restore, the member lives on in a new container (same name, ports and URL). */
+  replaceContainer(container: DockerContainer): void {
+    this.container = container;
+    this.paused = false;
+  }
+
+  async snapshot(): Promise<string> {
+    if (this.paused) {
+      throw new EtcdHarnessError(
+        'ETCD_INVALID_OPTION',
+        `cannot snapshot etcd member ${this.name}: it is paused (resume it first)`,
+      );
+    }
+    const file = await this.snapshots.next(this.name);
+    await saveSnapshot(this.clientUrl, file, `etcd member ${this.name}`);
+    return file;
   }
 
   async stop(): Promise<void> {
@@ -87,28 +130,7 @@ export class ContainerMember implements EtcdMember {
     }
   }
 
-  /** Runs an engine call with a deadline; HTTP statuses in `ok` count as success. */
-  private async engine<T>(
-    action: string,
-    call: () => Promise<T>,
-    ok: number[] = [],
-  ): Promise<T | undefined> {
-    try {
-      return await withDeadline(
-        call(),
-        ENGINE_CALL_TIMEOUT_MS,
-        `container ${action} of ${this.name}`,
-      );
-    } catch (error) {
-      const status = (error as { statusCode?: unknown }).statusCode;
-      if (typeof status === 'number' && ok.includes(status)) return undefined;
-      throw new EtcdHarnessError(
-        'ETCD_ENGINE_ERROR',
-        `container engine refused to ${action} etcd member ${this.name} (${this.id.slice(0, 12)}): ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-        { cause: error },
-      );
-    }
+  private engine<T>(action: string, call: () => Promise<T>, ok: number[] = []) {
+    return engineCall(`${action} etcd member ${this.name} (${this.id.slice(0, 12)})`, call, ok);
   }
 }

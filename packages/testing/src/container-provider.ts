@@ -1,38 +1,58 @@
+import { readFile } from 'node:fs/promises';
+import type { ContainerRuntimeClient, StartedTestContainer } from 'testcontainers';
 import { makeCluster } from './cluster.js';
-import { ContainerMember } from './container-member.js';
+import {
+  ContainerMember,
+  engineCall,
+  ENGINE_CALL_TIMEOUT_MS,
+  type DockerContainer,
+} from './container-member.js';
 import type { EngineLocation } from './engine.js';
 import { EtcdHarnessError } from './errors.js';
-import { buildEtcdArgs, clientUrlOf } from './etcd-args.js';
-import { planMembers } from './plan-members.js';
+import { buildEtcdArgs, buildRestoreArgs, clientUrlOf, type MemberSpec } from './etcd-args.js';
+import { waitHealthy } from './health.js';
 import { LogTail } from './log-tail.js';
 import type { ResolvedEtcdOptions } from './options.js';
+import { planMembers } from './plan-members.js';
+import { checkSnapshotFile, SnapshotFiles } from './snapshot.js';
+import { tarOneFile } from './tar.js';
+import { testcontainers, type Testcontainers } from './testcontainers-loader.js';
 import { applyTestcontainersDefaults } from './testcontainers-env.js';
 import type { EtcdCluster } from './types.js';
-import { withDeadline } from './wait.js';
+import { allSettledOrThrow, withDeadline } from './wait.js';
 
-/** Label on every container we start, besides testcontainers' own `org.testcontainers=true`. */
+/** Label on every container and volume we create, besides `org.testcontainers=true`. */
 export const CLUSTER_LABEL = 'io.leasehold.testing.cluster';
 /**
  * Set from env LEASEHOLD_TEST_RUN_ID when present, so a CI teardown can remove exactly its own
  * run's containers on a machine where other runs use the same engine.
  */
 export const RUN_LABEL = 'io.leasehold.testing.run';
+/** testcontainers' own label; CI teardowns remove what carries it. */
+const TESTCONTAINERS_LABEL = 'org.testcontainers';
 const ETCD_IN_IMAGE = '/usr/local/bin/etcd';
+const ETCDCTL_IN_IMAGE = '/usr/local/bin/etcdctl';
+/** Each member's volume is mounted here; its data dir is `<DATA_MOUNT>/<name>`. */
+const DATA_MOUNT = '/var/lib/etcd';
+const SNAPSHOT_IN_HELPER = 'leasehold-restore.db';
 const READY_LINE = /ready to serve client requests/;
+/** Deadline for one restore helper container to run `etcdctl snapshot restore`. */
+const RESTORE_TIMEOUT_MS = 30_000;
 
-type Testcontainers = typeof import('testcontainers');
+type Docker = ContainerRuntimeClient['container']['dockerode'];
 
 /**
  * Starts etcd containers with host networking on free loopback ports. Host networking means no
  * port mapping: the ports we pass in etcd's flags are the ports clients use, and they survive a
- * container restart (mapped ports would not).
+ * container restart (mapped ports would not). Each member keeps its data in a named volume of
+ * its own, so a restore can rebuild the data without a shell in the image.
  */
 export async function startContainerCluster(
   options: ResolvedEtcdOptions,
   engine: EngineLocation,
 ): Promise<EtcdCluster> {
   applyTestcontainersDefaults(engine);
-  const tc = await loadTestcontainers();
+  const tc = await testcontainers.load();
   const client = await withDeadline(
     tc.getContainerRuntimeClient(),
     options.startupTimeoutMs,
@@ -49,77 +69,237 @@ export async function startContainerCluster(
     );
   }
 
-  const { token, specs } = await planMembers(options.members, (name) => `/var/lib/etcd/${name}`);
+  const { token, specs } = await planMembers(options.members, (name) => `${DATA_MOUNT}/${name}`);
+  const docker = client.container.dockerode;
+  const labels = labelsFor(token);
+  const ownedLabels = { ...labels, [TESTCONTAINERS_LABEL]: 'true' };
   const tails = specs.map((spec) => new LogTail(spec.name, options.log));
-  const starts = specs.map((spec, i) =>
+  const snapshots = new SnapshotFiles();
+  // A restore moves every member to fresh volumes: generation n uses `<token>-<name>-<n>`.
+  let generation = 0;
+  const volumesOf = (gen: number) => specs.map((spec) => `${token}-${spec.name}-${gen}`);
+
+  const createVolumes = (gen: number) =>
+    Promise.all(
+      volumesOf(gen).map((name) =>
+        engineCall(`create volume ${name}`, () =>
+          docker.createVolume({ Name: name, Labels: ownedLabels }),
+        ),
+      ),
+    );
+
+  const removeVolumes = (names: string[]) =>
+    Promise.allSettled(
+      names.map((name) =>
+        engineCall(`remove volume ${name}`, () => docker.getVolume(name).remove(), [404]),
+      ),
+    );
+
+  /** Removes every container, then every volume, with this cluster's label. */
+  const removeAll = async () => {
+    const filters = { label: [`${CLUSTER_LABEL}=${token}`] };
+    const containers =
+      (await engineCall('list containers', () => docker.listContainers({ all: true, filters }))) ??
+      [];
+    await Promise.allSettled(
+      containers.map((c) =>
+        engineCall(
+          `remove container ${c.Id.slice(0, 12)}`,
+          () => docker.getContainer(c.Id).remove({ force: true, v: true }),
+          [404, 409],
+        ),
+      ),
+    );
+    const volumes = (await engineCall('list volumes', () => docker.listVolumes({ filters })))
+      ?.Volumes;
+    await removeVolumes((volumes ?? []).map((v) => v.Name));
+  };
+
+  /** Starts one container per member on generation `gen`'s volumes; all at once. */
+  const launch = async (gen: number, signal?: AbortSignal): Promise<DockerContainer[]> => {
+    const volumes = volumesOf(gen);
+    const starts = specs.map((spec, i) =>
+      memberContainer(tc, options, spec, specs, token, labels, volumes[i]!, tails[i]!).start(),
+    );
+    try {
+      // None of them reports ready until a quorum runs.
+      const started: StartedTestContainer[] = await withDeadline(
+        Promise.all(starts),
+        options.startupTimeoutMs,
+        `starting ${options.members} etcd container(s) from ${options.image}`,
+        signal,
+      );
+      return started.map((c) => client.container.getById(c.getId()));
+    } catch (error) {
+      // Let every start settle (each has its own startup timeout) so nothing is created after
+      // the caller cleans up.
+      await Promise.allSettled(starts);
+      if (signal?.aborted) throw error;
+      throw new EtcdHarnessError(
+        'ETCD_STARTUP_FAILED',
+        `etcd container(s) from ${options.image} did not become ready: ${
+          error instanceof Error ? error.message : String(error)
+        }\n${tails.map((t) => t.describe()).join('\n')}`,
+        { cause: error },
+      );
+    }
+  };
+
+  let containers: DockerContainer[];
+  try {
+    await createVolumes(generation);
+    containers = await launch(generation, options.signal);
+  } catch (error) {
+    await removeAll().catch(() => {});
+    throw error;
+  }
+
+  const members = specs.map(
+    (spec, i) =>
+      new ContainerMember(
+        spec.name,
+        clientUrlOf(spec),
+        containers[i]!,
+        options.startupTimeoutMs,
+        snapshots,
+      ),
+  );
+
+  const restore = async (snapshotPath: string) => {
+    await checkSnapshotFile(snapshotPath);
+    const archive = tarOneFile(SNAPSHOT_IN_HELPER, await readFile(snapshotPath));
+    const next = generation + 1;
+    // SIGKILL, not a graceful stop: the data is about to be replaced, and a leader stopped
+    // together with its followers spends ~7 s trying to hand over leadership first.
+    await Promise.all(members.map((m) => m.kill()));
+    // Restore into new volumes while the old containers and volumes stay as they were: if a
+    // restore fails, the members are stopped with their old data and `start()` brings them back.
+    await createVolumes(next);
+    try {
+      await allSettledOrThrow(
+        specs.map((spec, i) =>
+          runRestoreHelper(
+            docker,
+            options,
+            archive,
+            buildRestoreArgs(`/${SNAPSHOT_IN_HELPER}`, spec, specs, token, spec.dataDir),
+            volumesOf(next)[i]!,
+            ownedLabels,
+          ),
+        ),
+      );
+    } catch (error) {
+      await removeVolumes(volumesOf(next));
+      throw error;
+    }
+    // Same names, ports and URLs, new containers on the restored volumes.
+    await Promise.all(members.map((m) => m.remove()));
+    const previous = volumesOf(generation);
+    generation = next;
+    const replaced = await launch(next);
+    replaced.forEach((container, i) => members[i]!.replaceContainer(container));
+    await removeVolumes(previous);
+    await Promise.all(
+      members.map((m) => waitHealthy(m.clientUrl, { deadlineMs: options.startupTimeoutMs })),
+    );
+  };
+
+  const dispose = async () => {
+    await Promise.allSettled(members.map((m) => m.remove()));
+    await Promise.allSettled([removeAll(), snapshots.dispose()]);
+  };
+  return makeCluster({
+    provider: 'container',
+    endpoints: members.map((m) => m.clientUrl),
+    members,
+    dispose,
+    restore,
+  });
+}
+
+function memberContainer(
+  tc: Testcontainers,
+  options: ResolvedEtcdOptions,
+  spec: MemberSpec,
+  specs: MemberSpec[],
+  token: string,
+  labels: Record<string, string>,
+  volume: string,
+  tail: LogTail,
+) {
+  return (
     new tc.GenericContainer(options.image)
       .withName(`${token}-${spec.name}`)
-      .withLabels(labelsFor(token))
+      .withLabels(labels)
       .withNetworkMode('host')
+      // A bind source that is a name, not a path, mounts the named volume.
+      .withBindMounts([{ source: volume, target: DATA_MOUNT }])
       .withCommand([ETCD_IN_IMAGE, ...buildEtcdArgs(spec, specs, token)])
       .withPullPolicy({ shouldPull: () => false })
       // Log-based wait: exec-based strategies need a shell in the image and leave conmons behind.
       .withWaitStrategy(tc.Wait.forLogMessage(READY_LINE))
       .withStartupTimeout(options.startupTimeoutMs)
       .withLogConsumer((stream) => {
-        stream.on('data', (chunk: Buffer | string) => tails[i]?.push(chunk));
+        stream.on('data', (chunk: Buffer | string) => tail.push(chunk));
       })
-      .start(),
   );
+}
 
-  const removeAll = async () => {
-    const containers = await client.container.dockerode.listContainers({
-      all: true,
-      filters: { label: [`${CLUSTER_LABEL}=${token}`] },
-    });
-    await Promise.allSettled(
-      containers.map((c) => client.container.getById(c.Id).remove({ force: true, v: true })),
-    );
-  };
-
-  let started;
+/**
+ * Runs the image's etcdctl in a short-lived container with the member's new volume mounted and
+ * the snapshot copied in (the engine API's archive upload, so no bind mount of a host path and no
+ * shell is needed), waits for it to exit, and removes it.
+ */
+async function runRestoreHelper(
+  docker: Docker,
+  options: ResolvedEtcdOptions,
+  archive: Buffer,
+  restoreArgs: string[],
+  volume: string,
+  labels: Record<string, string>,
+): Promise<void> {
+  const what = `etcdctl snapshot restore into volume ${volume}`;
+  const container = await engineCall(`create a container for ${what}`, () =>
+    docker.createContainer({
+      Image: options.image,
+      Cmd: [ETCDCTL_IN_IMAGE, ...restoreArgs],
+      Env: ['ETCDCTL_API=3'],
+      Labels: labels,
+      // A TTY makes the logs plain text (no stream multiplexing headers).
+      Tty: true,
+      HostConfig: { Binds: [`${volume}:${DATA_MOUNT}`], NetworkMode: 'none' },
+    }),
+  );
+  if (!container) throw new EtcdHarnessError('ETCD_ENGINE_ERROR', `could not create ${what}`);
   try {
-    // All members at once: none of them reports ready until a quorum runs.
-    started = await withDeadline(
-      Promise.all(starts),
-      options.startupTimeoutMs,
-      `starting ${options.members} etcd container(s) from ${options.image}`,
-      options.signal,
+    await engineCall(`copy the snapshot for ${what}`, () =>
+      container.putArchive(archive, { path: '/' }),
     );
-  } catch (error) {
-    // Let every start settle (each has its own startup timeout) so nothing is created after cleanup.
-    await Promise.allSettled(starts);
-    await removeAll().catch(() => {});
-    if (options.signal?.aborted) throw error;
-    const detail = tails.map((t) => t.describe()).join('\n');
-    throw new EtcdHarnessError(
-      'ETCD_STARTUP_FAILED',
-      `etcd container(s) from ${options.image} did not become ready: ${
-        error instanceof Error ? error.message : String(error)
-      }\n${detail}`,
-      { cause: error },
-    );
+    await engineCall(`start ${what}`, () => container.start());
+    const exit = (await withDeadline(
+      container.wait() as Promise<{ StatusCode: number }>,
+      RESTORE_TIMEOUT_MS,
+      what,
+    )) ?? { StatusCode: -1 };
+    const output = await engineCall(`read the output of ${what}`, () =>
+      container.logs({ stdout: true, stderr: true, follow: false }),
+    ).catch(() => undefined);
+    const restoreTail = new LogTail(`etcdctl ${volume}`, options.log);
+    if (output) restoreTail.push(Buffer.isBuffer(output) ? output : String(output));
+    restoreTail.flush();
+    if (exit.StatusCode !== 0) {
+      throw new EtcdHarnessError(
+        'ETCD_SNAPSHOT_FAILED',
+        `${what} failed (exit code ${exit.StatusCode}) in image ${options.image}\n${restoreTail.describe()}`,
+      );
+    }
+  } finally {
+    await withDeadline(
+      container.remove({ force: true, v: true }),
+      ENGINE_CALL_TIMEOUT_MS,
+      `remove ${what}`,
+    ).catch(() => {});
   }
-
-  const members = started.map(
-    (container, i) =>
-      new ContainerMember(
-        specs[i]!.name,
-        clientUrlOf(specs[i]!),
-        client.container.getById(container.getId()),
-        options.startupTimeoutMs,
-      ),
-  );
-  const dispose = async () => {
-    await Promise.allSettled(members.map((m) => m.remove()));
-    await removeAll().catch(() => {});
-  };
-  return makeCluster(
-    'container',
-    members.map((m) => m.clientUrl),
-    members,
-    dispose,
-  );
 }
 
 export function labelsFor(
@@ -130,17 +310,4 @@ export function labelsFor(
   return runId
     ? { [CLUSTER_LABEL]: clusterToken, [RUN_LABEL]: runId }
     : { [CLUSTER_LABEL]: clusterToken };
-}
-
-async function loadTestcontainers(): Promise<Testcontainers> {
-  try {
-    return await import('testcontainers');
-  } catch (error) {
-    throw new EtcdHarnessError(
-      'ETCD_UNAVAILABLE',
-      "provider 'container' needs the optional peer dependency testcontainers (~12.0.4): " +
-        'add it to your devDependencies, or use the binary or external provider',
-      { cause: error },
-    );
-  }
 }

@@ -7,6 +7,7 @@ export type EtcdHarnessErrorCode =
   | 'ETCD_INVALID_OPTION' // an option or env value is not allowed
   | 'ETCD_STARTUP_FAILED' // etcd exited or reported an error while starting
   | 'ETCD_ENGINE_ERROR' // the container engine refused a call
+  | 'ETCD_SNAPSHOT_FAILED' // saving or restoring a snapshot failed
   | 'ETCD_TIMEOUT'; // a wait ran past its deadline
 
 export class EtcdHarnessError extends Error {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { buildEtcdArgs, clientUrlOf, memberName, type MemberSpec } from './etcd-args.js';
+import {
+  buildEtcdArgs,
+  buildRestoreArgs,
+  clientUrlOf,
+  memberName,
+  type MemberSpec,
+} from './etcd-args.js';
 
 function flags(args: string[]): Map<string, string> {
   const map = new Map<string, string>();
@@ -39,5 +45,31 @@ describe('buildEtcdArgs', () => {
 
   it('has an even number of args (flag, value pairs only)', () => {
     expect(buildEtcdArgs(specs[0]!, [specs[0]!], 't').length % 2).toBe(0);
+  });
+});
+
+describe('buildRestoreArgs', () => {
+  const specs: MemberSpec[] = [0, 1, 2].map((i) => ({
+    name: memberName(i),
+    clientPort: 40000 + i,
+    peerPort: 41000 + i,
+    dataDir: `/d/${memberName(i)}`,
+  }));
+
+  it('restores with exactly the settings the member was started with', () => {
+    const args = buildRestoreArgs('/s/snap.db', specs[2]!, specs, 'tok', '/d/etcd3.restore');
+    expect(args.slice(0, 3)).toEqual(['snapshot', 'restore', '/s/snap.db']);
+    const restore = flags(args.slice(3));
+    const start = flags(buildEtcdArgs(specs[2]!, specs, 'tok'));
+    for (const flag of [
+      '--name',
+      '--initial-cluster',
+      '--initial-cluster-token',
+      '--initial-advertise-peer-urls',
+    ]) {
+      expect(restore.get(flag), flag).toBe(start.get(flag));
+    }
+    expect(restore.get('--data-dir')).toBe('/d/etcd3.restore');
+    expect(restore.size).toBe(5);
   });
 });

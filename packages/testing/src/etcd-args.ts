@@ -29,7 +29,6 @@ export function buildEtcdArgs(
   all: MemberSpec[],
   clusterToken: string,
 ): string[] {
-  const initialCluster = all.map((m) => `${m.name}=${peerUrlOf(m)}`).join(',');
   return [
     '--name',
     member.name,
@@ -44,7 +43,7 @@ export function buildEtcdArgs(
     '--initial-advertise-peer-urls',
     peerUrlOf(member),
     '--initial-cluster',
-    initialCluster,
+    initialClusterOf(all),
     '--initial-cluster-state',
     'new',
     '--initial-cluster-token',
@@ -54,6 +53,40 @@ export function buildEtcdArgs(
     '--election-timeout',
     String(ELECTION_TIMEOUT_MS),
   ];
+}
+
+/**
+ * `etcdctl snapshot restore` arguments that rebuild `member`'s data dir in `dataDir` with the
+ * member's original name, peer URL, initial cluster and token. With those unchanged, etcd derives
+ * the same member and cluster IDs, so the restored cluster is the same cluster, back at the
+ * snapshot's revision.
+ */
+export function buildRestoreArgs(
+  snapshotPath: string,
+  member: MemberSpec,
+  all: MemberSpec[],
+  clusterToken: string,
+  dataDir: string,
+): string[] {
+  return [
+    'snapshot',
+    'restore',
+    snapshotPath,
+    '--name',
+    member.name,
+    '--data-dir',
+    dataDir,
+    '--initial-cluster',
+    initialClusterOf(all),
+    '--initial-cluster-token',
+    clusterToken,
+    '--initial-advertise-peer-urls',
+    peerUrlOf(member),
+  ];
+}
+
+function initialClusterOf(all: MemberSpec[]): string {
+  return all.map((m) => `${m.name}=${peerUrlOf(m)}`).join(',');
 }
 
 /** Member names: `etcd1`, `etcd2`, ... */

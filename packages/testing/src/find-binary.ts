@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
 
 /**
  * Resolves the etcd executable: an explicit path (or ETCD_BIN) must exist and be executable;
@@ -17,6 +17,19 @@ export async function findEtcdBinary(
     return searchPath(explicit, env.PATH);
   }
   return searchPath('etcd', env.PATH);
+}
+
+/**
+ * The etcdctl for snapshot restores: the one next to the etcd binary (same release), else
+ * `etcdctl` on PATH. Undefined when there is none.
+ */
+export async function findEtcdctl(
+  etcdBinary: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string | undefined> {
+  const sibling = join(dirname(etcdBinary), 'etcdctl');
+  if (await isExecutable(sibling)) return sibling;
+  return searchPath('etcdctl', env.PATH);
 }
 
 async function searchPath(name: string, path: string | undefined): Promise<string | undefined> {

@@ -1,4 +1,10 @@
-export type { EtcdCluster, EtcdMember, EtcdProviderName, StartEtcdOptions } from './types.js';
+export type {
+  EtcdCluster,
+  EtcdMember,
+  EtcdProviderChoice,
+  EtcdProviderName,
+  StartEtcdOptions,
+} from './types.js';
 export { startEtcd } from './start-etcd.js';
 export { resolveEtcdProvider } from './provider.js';
 export { freePort } from './free-port.js';

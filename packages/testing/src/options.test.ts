@@ -30,6 +30,11 @@ describe('resolveOptions', () => {
     ).toMatchObject({ provider: 'container', image: 'x:1', binary: '/b', members: 3 });
   });
 
+  it("accepts 'local', from the option and from LEASEHOLD_ETCD_PROVIDER", () => {
+    expect(resolveOptions({ provider: 'local' }, {}).provider).toBe('local');
+    expect(resolveOptions({}, { LEASEHOLD_ETCD_PROVIDER: 'local' }).provider).toBe('local');
+  });
+
   it('treats blank env values as unset', () => {
     expect(resolveOptions({}, { LEASEHOLD_ETCD_PROVIDER: ' ', ETCD_BIN: '' })).toMatchObject({
       provider: 'auto',
@@ -40,7 +45,7 @@ describe('resolveOptions', () => {
   it('rejects invalid values with a message naming what is allowed', () => {
     expect(() => resolveOptions({ members: 2 as 1 }, {})).toThrow(/members must be 1 or 3, got 2/);
     expect(() => resolveOptions({}, { LEASEHOLD_ETCD_PROVIDER: 'docker' })).toThrow(
-      /provider must be one of external, container, binary, auto, got "docker" \(from LEASEHOLD_ETCD_PROVIDER\)/,
+      /provider must be one of external, container, binary, auto, local, got "docker" \(from LEASEHOLD_ETCD_PROVIDER\)/,
     );
     expect(() => resolveOptions({ startupTimeoutMs: 0 }, {})).toThrow(/startupTimeoutMs/);
   });

@@ -1,15 +1,15 @@
 import { EtcdHarnessError } from './errors.js';
-import type { EtcdProviderName, StartEtcdOptions } from './types.js';
+import type { EtcdProviderChoice, StartEtcdOptions } from './types.js';
 
 /** The upstream image; CI tags a locally built image with this name so nothing is pulled. */
 export const DEFAULT_ETCD_IMAGE = 'quay.io/coreos/etcd:v3.4.23';
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
-const PROVIDERS: readonly string[] = ['external', 'container', 'binary', 'auto'];
+const PROVIDERS: readonly string[] = ['external', 'container', 'binary', 'auto', 'local'];
 
 export interface ResolvedEtcdOptions {
   members: 1 | 3;
-  provider: EtcdProviderName | 'auto';
+  provider: EtcdProviderChoice;
   image: string;
   /** Undefined means "look for `etcd` on PATH". */
   binary: string | undefined;
@@ -47,7 +47,7 @@ export function resolveOptions(
   }
   return {
     members,
-    provider: provider as EtcdProviderName | 'auto',
+    provider: provider as EtcdProviderChoice,
     image: options.image ?? nonEmpty(env.LEASEHOLD_ETCD_IMAGE) ?? DEFAULT_ETCD_IMAGE,
     binary: options.binary ?? nonEmpty(env.ETCD_BIN),
     startupTimeoutMs,

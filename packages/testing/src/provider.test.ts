@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { isEtcdHarnessError } from './errors.js';
 import { binaryHint, selectProvider, type ProviderProbes } from './provider.js';
 
-function probes(facts: { endpoints?: string[]; engine?: boolean; binary?: boolean }) {
+interface Facts {
+  endpoints?: string[];
+  engine?: boolean;
+  testcontainers?: boolean;
+  binary?: boolean;
+}
+
+/** Probes that answer from `facts` and record which ones ran, in order. */
+function probes(facts: Facts) {
   const calls: string[] = [];
   const p: ProviderProbes = {
     endpoints: () => {
@@ -13,12 +21,26 @@ function probes(facts: { endpoints?: string[]; engine?: boolean; binary?: boolea
       calls.push('engine');
       return facts.engine ? { dockerHost: 'unix:///x.sock' } : undefined;
     },
+    testcontainers: async () => {
+      calls.push('testcontainers');
+      return facts.testcontainers ?? true;
+    },
     binary: async () => {
       calls.push('binary');
       return facts.binary ? '/usr/bin/etcd' : undefined;
     },
   };
   return { p, calls };
+}
+
+async function failure(promise: Promise<unknown>): Promise<Error> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(isEtcdHarnessError(error)).toBe(true);
+  expect(error).toMatchObject({ code: 'ETCD_UNAVAILABLE' });
+  return error as Error;
 }
 
 describe('selectProvider', () => {
@@ -29,19 +51,56 @@ describe('selectProvider', () => {
 
     const noEndpoints = probes({ engine: true, binary: true });
     expect(await selectProvider('auto', noEndpoints.p)).toBe('container');
-    expect(noEndpoints.calls).toEqual(['endpoints', 'engine']);
+    expect(noEndpoints.calls).toEqual(['endpoints', 'engine', 'testcontainers']);
 
-    expect(await selectProvider('auto', probes({ binary: true }).p)).toBe('binary');
+    const noEngine = probes({ binary: true });
+    expect(await selectProvider('auto', noEngine.p)).toBe('binary');
+    // Without an engine, testcontainers is not even imported.
+    expect(noEngine.calls).toEqual(['endpoints', 'engine', 'binary']);
+  });
+
+  it("'auto' falls back to the binary when an engine answers but testcontainers cannot be imported", async () => {
+    const { p, calls } = probes({ engine: true, testcontainers: false, binary: true });
+    expect(await selectProvider('auto', p)).toBe('binary');
+    expect(calls).toEqual(['endpoints', 'engine', 'testcontainers', 'binary']);
   });
 
   it("'auto' with nothing available explains every way to get etcd", async () => {
-    const error: unknown = await selectProvider('auto', probes({}).p).catch((e: unknown) => e);
-    expect(isEtcdHarnessError(error)).toBe(true);
-    expect(error).toMatchObject({ code: 'ETCD_UNAVAILABLE' });
-    const message = (error as Error).message;
+    const message = (await failure(selectProvider('auto', probes({}).p))).message;
     expect(message).toMatch(/ETCD_ENDPOINTS/);
     expect(message).toMatch(/apt-get install etcd-server/);
     expect(message).toMatch(/podman system service/);
+    expect(message).toMatch(/no container engine answered/);
+  });
+
+  it("'auto' says so when an engine answered but testcontainers is missing and there is no binary", async () => {
+    const { message } = await failure(
+      selectProvider('auto', probes({ engine: true, testcontainers: false }).p),
+    );
+    expect(message).toMatch(/a container engine answered, but testcontainers cannot be imported/);
+    expect(message).toMatch(/pnpm add -D testcontainers@~12\.0\.4/);
+  });
+
+  it("'local' never picks 'external', even with ETCD_ENDPOINTS set", async () => {
+    const everything = probes({ endpoints: ['http://e:1'], engine: true, binary: true });
+    expect(await selectProvider('local', everything.p)).toBe('container');
+    expect(everything.calls).toEqual(['engine', 'testcontainers']);
+
+    const binaryOnly = probes({ endpoints: ['http://e:1'], binary: true });
+    expect(await selectProvider('local', binaryOnly.p)).toBe('binary');
+
+    const noTestcontainers = probes({ engine: true, testcontainers: false, binary: true });
+    expect(await selectProvider('local', noTestcontainers.p)).toBe('binary');
+  });
+
+  it("'local' with neither an engine nor a binary fails without suggesting ETCD_ENDPOINTS", async () => {
+    const { message } = await failure(
+      selectProvider('local', probes({ endpoints: ['http://e:1'] }).p),
+    );
+    expect(message).toMatch(/provider 'local' starts etcd itself \(ETCD_ENDPOINTS is not used\)/);
+    expect(message).toMatch(/apt-get install etcd-server/);
+    expect(message).toMatch(/podman system service/);
+    expect(message).not.toMatch(/set ETCD_ENDPOINTS/);
   });
 
   it('an explicit provider is checked, never replaced by another one', async () => {
@@ -57,6 +116,17 @@ describe('selectProvider', () => {
     await expect(selectProvider('external', probes({ binary: true }).p)).rejects.toThrow(
       /ETCD_ENDPOINTS/,
     );
+  });
+
+  it("explicit 'container' without testcontainers fails, naming the package and how to install it", async () => {
+    const { message } = await failure(
+      selectProvider('container', probes({ engine: true, testcontainers: false, binary: true }).p),
+    );
+    expect(message).toMatch(
+      /provider 'container' needs the optional peer dependency testcontainers/,
+    );
+    expect(message).toMatch(/pnpm add -D testcontainers@~12\.0\.4/);
+    expect(message).toMatch(/npm install -D testcontainers@~12\.0\.4/);
   });
 });
 

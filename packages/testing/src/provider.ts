@@ -2,27 +2,50 @@ import { findEngine, type EngineLocation } from './engine.js';
 import { EtcdHarnessError } from './errors.js';
 import { findEtcdBinary } from './find-binary.js';
 import { parseEndpoints, resolveOptions } from './options.js';
-import type { EtcdProviderName, StartEtcdOptions } from './types.js';
+import {
+  INSTALL_TESTCONTAINERS,
+  missingTestcontainers,
+  testcontainers,
+} from './testcontainers-loader.js';
+import type { EtcdProviderChoice, EtcdProviderName, StartEtcdOptions } from './types.js';
 
 /** What the machine offers; each probe runs only when the selection gets to it. */
 export interface ProviderProbes {
   endpoints(): string[];
   engine(): Promise<EngineLocation | undefined>;
+  /** Whether the optional peer `testcontainers` can be imported. */
+  testcontainers(): Promise<boolean>;
   binary(): Promise<string | undefined>;
 }
 
 export const HOW_TO_GET_ETCD = [
   'set ETCD_ENDPOINTS=http://127.0.0.1:2379 (comma-separated) to use an etcd you run yourself',
-  "start Docker, or Podman's API socket (`podman system service --time=0 unix:///run/podman/podman.sock &`), and make the etcd image available locally",
+  "start Docker, or Podman's API socket (`podman system service --time=0 unix:///run/podman/podman.sock &`), make the etcd image available locally, and install testcontainers",
   'install an etcd binary (`apt-get install etcd-server`, or set ETCD_BIN=/path/to/etcd)',
 ];
 
+const START_ENGINE =
+  "Start Docker, or Podman's socket: `podman system service --time=0 unix:///run/podman/podman.sock &` " +
+  'and export DOCKER_HOST=unix:///run/podman/podman.sock';
+
+type ContainerSupport = 'ok' | 'no-engine' | 'no-testcontainers';
+
+/** The container provider needs both an engine that answers and an importable testcontainers. */
+async function containerSupport(probes: ProviderProbes): Promise<ContainerSupport> {
+  if (!(await probes.engine())) return 'no-engine';
+  if (!(await probes.testcontainers())) return 'no-testcontainers';
+  return 'ok';
+}
+
 /**
- * Picks the provider. 'auto' means: ETCD_ENDPOINTS → 'external'; a container engine answering
- * /_ping → 'container'; an etcd binary → 'binary'. An explicit choice is checked, never replaced.
+ * Picks the provider:
+ * - 'auto': ETCD_ENDPOINTS → 'external'; else a container engine answering /_ping *and* an
+ *   importable testcontainers → 'container'; else an etcd binary → 'binary'.
+ * - 'local': like 'auto' without the first step: a cluster of the test's own, never 'external'.
+ * - 'external', 'container', 'binary': checked, never replaced by another provider.
  */
 export async function selectProvider(
-  requested: EtcdProviderName | 'auto',
+  requested: EtcdProviderChoice,
   probes: ProviderProbes,
   binaryHint = 'ETCD_BIN is not executable or `etcd` is not on PATH',
 ): Promise<EtcdProviderName> {
@@ -32,14 +55,18 @@ export async function selectProvider(
       throw unavailable(
         "provider 'external' needs ETCD_ENDPOINTS (comma-separated client URLs), which is unset or empty",
       );
-    case 'container':
-      if (await probes.engine()) return 'container';
-      throw unavailable(
-        "provider 'container' needs a container engine, but none answered /_ping " +
-          '(checked DOCKER_HOST, else /var/run/docker.sock and /run/podman/podman.sock). ' +
-          "Start Docker, or Podman's socket: `podman system service --time=0 unix:///run/podman/podman.sock &` " +
-          'and export DOCKER_HOST=unix:///run/podman/podman.sock',
-      );
+    case 'container': {
+      const support = await containerSupport(probes);
+      if (support === 'ok') return 'container';
+      if (support === 'no-engine') {
+        throw unavailable(
+          "provider 'container' needs a container engine, but none answered /_ping " +
+            '(checked DOCKER_HOST, else /var/run/docker.sock and /run/podman/podman.sock). ' +
+            START_ENGINE,
+        );
+      }
+      throw unavailable(missingTestcontainers("provider 'container'"));
+    }
     case 'binary':
       if (await probes.binary()) return 'binary';
       throw unavailable(
@@ -47,14 +74,30 @@ export async function selectProvider(
           'Install one with `apt-get install etcd-server` or set ETCD_BIN=/path/to/etcd',
       );
     case 'auto':
-      if (probes.endpoints().length > 0) return 'external';
-      if (await probes.engine()) return 'container';
+    case 'local': {
+      if (requested === 'auto' && probes.endpoints().length > 0) return 'external';
+      const support = await containerSupport(probes);
+      if (support === 'ok') return 'container';
       if (await probes.binary()) return 'binary';
+      const engineNote =
+        support === 'no-testcontainers'
+          ? `a container engine answered, but testcontainers cannot be imported (${INSTALL_TESTCONTAINERS})`
+          : 'no container engine answered /_ping';
+      if (requested === 'local') {
+        throw unavailable(
+          `provider 'local' starts etcd itself (ETCD_ENDPOINTS is not used), but ${engineNote}, ` +
+            `and ${binaryHint}. Either of these fixes it:\n` +
+            HOW_TO_GET_ETCD.slice(1)
+              .map((line) => `  - ${line}`)
+              .join('\n'),
+        );
+      }
       throw unavailable(
-        'no etcd available for tests: ETCD_ENDPOINTS is unset, no container engine answered /_ping, ' +
+        `no etcd available for tests: ETCD_ENDPOINTS is unset, ${engineNote}, ` +
           'and no etcd binary was found. Any one of these fixes it:\n' +
           HOW_TO_GET_ETCD.map((line) => `  - ${line}`).join('\n'),
       );
+    }
   }
 }
 
@@ -66,11 +109,12 @@ export function systemProbes(
   return {
     endpoints: () => parseEndpoints(env.ETCD_ENDPOINTS),
     engine: () => findEngine(env),
+    testcontainers: () => testcontainers.available(),
     binary: () => findEtcdBinary(binary, env),
   };
 }
 
-/** The provider `startEtcd` would use with these options ('auto' resolved). */
+/** The provider `startEtcd` would use with these options ('auto' and 'local' resolved). */
 export async function resolveEtcdProvider(
   options: Pick<StartEtcdOptions, 'provider' | 'binary'> = {},
 ): Promise<EtcdProviderName> {

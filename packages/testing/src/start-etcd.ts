@@ -28,8 +28,20 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdClu
   if (provider === 'external') {
     const endpoints = parseEndpoints(process.env.ETCD_ENDPOINTS);
     resolved.log(`[leasehold/testing] etcd external: ${endpoints.join(',')}`);
-    // Not ours: nothing to stop or remove on close.
-    return makeCluster('external', endpoints, [], async () => {});
+    // Not ours: nothing to stop or remove on close, and nothing we may restore.
+    return makeCluster({
+      provider: 'external',
+      endpoints,
+      members: [],
+      dispose: async () => {},
+      restore: async () => {
+        throw new EtcdHarnessError(
+          'ETCD_INVALID_OPTION',
+          `cannot restore the external cluster at ${endpoints.join(',')}: the harness does not own ` +
+            "it and cannot stop it. Start a cluster of the test's own with provider 'local'",
+        );
+      },
+    });
   }
   for (let attempt = 1; ; attempt++) {
     try {

@@ -2,7 +2,8 @@ import type { EngineLocation } from './engine.js';
 
 /**
  * Defaults testcontainers needs on machines like our CI (Podman, no registry), applied only
- * where the user set nothing, and before testcontainers is first imported:
+ * where the user set nothing, before the first testcontainers call (it reads them when called,
+ * not when imported, so the provider probe may import it earlier):
  * - DOCKER_HOST: the engine we found; testcontainers does not look at /run/podman/podman.sock.
  * - TESTCONTAINERS_RYUK_DISABLED=true: the Ryuk reaper image would have to be pulled. Cleanup is
  *   ours instead: close(), and a teardown that removes containers labelled org.testcontainers=true.

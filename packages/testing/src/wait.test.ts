@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { delay, withDeadline } from './wait.js';
+import { allSettledOrThrow, delay, withDeadline } from './wait.js';
 
 describe('withDeadline', () => {
   it('passes through a result that arrives in time', async () => {
@@ -21,5 +21,22 @@ describe('withDeadline', () => {
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
     await expect(delay(10_000, controller.signal)).rejects.toBe(reason);
+  });
+});
+
+describe('allSettledOrThrow', () => {
+  it('waits for every promise before rejecting with the first failure', async () => {
+    let slowDone = false;
+    const slow = delay(30).then(() => {
+      slowDone = true;
+    });
+    const first = new Error('first');
+    await expect(
+      allSettledOrThrow([Promise.reject(first), slow, Promise.reject(new Error('second'))]),
+    ).rejects.toBe(first);
+    expect(slowDone).toBe(true);
+    await expect(allSettledOrThrow([Promise.resolve(1), Promise.resolve(2)])).resolves.toEqual([
+      1, 2,
+    ]);
   });
 });

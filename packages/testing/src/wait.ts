@@ -60,3 +60,14 @@ export function withDeadline<T>(
     );
   });
 }
+
+/**
+ * Like `Promise.all`, but waits for every promise to settle before rejecting with the first
+ * failure, so nothing is still running when the caller cleans up after it.
+ */
+export async function allSettledOrThrow<T>(promises: Promise<T>[]): Promise<T[]> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { makeCluster } from './cluster.js';
+
+function parts() {
+  const events: string[] = [];
+  let finishRestore = () => {};
+  const cluster = makeCluster({
+    provider: 'binary',
+    endpoints: ['http://127.0.0.1:1'],
+    members: [],
+    dispose: async () => {
+      events.push('dispose');
+    },
+    restore: (path) => {
+      events.push(`restore ${path}`);
+      return new Promise<void>((resolve) => {
+        finishRestore = () => {
+          events.push('restored');
+          resolve();
+        };
+      });
+    },
+  });
+  return { cluster, events, finishRestore: () => finishRestore() };
+}
+
+describe('makeCluster', () => {
+  it('close is idempotent: every caller gets the same promise, dispose runs once', async () => {
+    const { cluster, events } = parts();
+    const first = cluster.close();
+    expect(cluster.close()).toBe(first);
+    await cluster[Symbol.asyncDispose]();
+    await first;
+    expect(events).toEqual(['dispose']);
+  });
+
+  it('close waits for a running restore; restores overlap with neither each other nor close', async () => {
+    const { cluster, events, finishRestore } = parts();
+    const restoring = cluster.restore('/s.db');
+    await expect(cluster.restore('/t.db')).rejects.toMatchObject({
+      code: 'ETCD_INVALID_OPTION',
+      message: expect.stringMatching(/another restore/) as unknown,
+    });
+    const closing = cluster.close();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(events).toEqual(['restore /s.db']);
+    finishRestore();
+    await Promise.all([restoring, closing]);
+    expect(events).toEqual(['restore /s.db', 'restored', 'dispose']);
+    await expect(cluster.restore('/s.db')).rejects.toThrow(/the cluster is closed/);
+  });
+});
