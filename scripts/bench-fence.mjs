@@ -85,7 +85,7 @@ async function benchPostgres() {
     await pool.query(
       `CREATE TABLE ${table} (id text PRIMARY KEY, value text NOT NULL, fence int8)`,
     );
-    await pool.query(postgres.fenceTableDDL(fences));
+    await pool.query(postgres.fenceTableDDL({ table: fences }));
     const upsert =
       `INSERT INTO ${table} (id, value, fence) VALUES ($1, $2, $3::int8) ` +
       `ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value, fence = EXCLUDED.fence`;
@@ -115,12 +115,8 @@ async function benchPostgres() {
         }
       },
       (i) =>
-        postgres.withFence(
-          pool,
-          'bench',
-          BigInt(i + 1),
-          (tx) => tx.query(upsert, ['fenced-tx', `v${i}`, String(i + 1)]),
-          { table: fences },
+        postgres.withFence(pool, { resource: 'bench', token: BigInt(i + 1), table: fences }, (tx) =>
+          tx.query(upsert, ['fenced-tx', `v${i}`, String(i + 1)]),
         ),
     );
   } finally {
@@ -133,8 +129,8 @@ async function benchRedis() {
   const { Redis } = require('ioredis');
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const redis = new Redis(url, {
+    ...redisFence.safeRedisOptions,
     lazyConnect: true,
-    maxRetriesPerRequest: 1,
     retryStrategy: () => null,
   });
   redis.on('error', () => undefined);
@@ -194,7 +190,7 @@ async function benchSqlite() {
       'transaction vs withFence',
       (i) => plainTx.immediate(i),
       (i) =>
-        sqlite.withFence(db, 'bench', BigInt(i + 1), () =>
+        sqlite.withFence(db, { resource: 'bench', token: BigInt(i + 1) }, () =>
           upsert.run('fenced-tx', `v${i}`, BigInt(i + 1)),
         ),
     );

@@ -10,7 +10,8 @@ const TABLE = 'leasehold_demo_invoice';
 export async function openStore(url) {
   if (url.startsWith('redis')) {
     const { Redis } = await import('ioredis');
-    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    // safeRedisOptions: a write whose reply is lost to a reconnect is not sent a second time.
+    const redis = new Redis(url, { ...redisFence.safeRedisOptions, lazyConnect: true });
     await redis.connect();
     const key = (id) => `${TABLE}:${id}`;
     const fenceKey = (id) => `${TABLE}:${id}:fence`;

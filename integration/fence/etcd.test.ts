@@ -1,6 +1,6 @@
 import { connect, type Leasehold } from '@leasehold/core';
 import { describeFenceConformance } from '@leasehold/fence/conformance';
-import { EtcdFence, padToken } from '@leasehold/fence/etcd';
+import { etcdStore, fencedTxn, padToken } from '@leasehold/fence/etcd';
 import { isStaleTokenError } from '@leasehold/fence';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,11 +13,11 @@ describeFenceConformance('etcd', async () => {
   const client = await connect({ endpoints });
   const reopened: Leasehold[] = [];
   return {
-    store: new EtcdFence(client, { prefix }),
+    store: etcdStore(client, { prefix }),
     reopen: async () => {
       const again = await connect({ endpoints });
       reopened.push(again);
-      return new EtcdFence(again, { prefix });
+      return etcdStore(again, { prefix });
     },
     close: async () => {
       await Promise.all([client, ...reopened].map((c) => c.close()));
@@ -37,20 +37,25 @@ describe('etcd fence with a real lock', () => {
   });
 
   it('accepts writes under two lock names in token order and refuses the older holder', async () => {
-    const fence = new EtcdFence(client, { prefix });
+    const store = etcdStore(client, { prefix });
     const first = await client.acquire('writer-a');
     const second = await client.acquire('writer-b'); // a later grant: a larger token
     expect(second.token > first.token).toBe(true);
     const dataKey = `${prefix}shared-config`;
-    await fence.apply('shared-config', second.token, [
-      { type: 'put', key: dataKey, value: 'from-b' },
-    ]);
-    const err = await fence
-      .apply('shared-config', first.token, [{ type: 'put', key: dataKey, value: 'from-a' }])
-      .catch((e: unknown) => e);
+    const write = (token: bigint, value: string) =>
+      fencedTxn(client, {
+        prefix,
+        resource: 'shared-config',
+        token,
+        ops: [{ type: 'put', key: dataKey, value }],
+      });
+    const revision = await write(second.token, 'from-b');
+    expect(revision > second.token).toBe(true);
+    const err = await write(first.token, 'from-a').catch((e: unknown) => e);
     expect(isStaleTokenError(err)).toBe(true);
     expect(await admin.get(dataKey).string()).toBe('from-b');
-    expect(await admin.get(fence.fenceKey('shared-config')).string()).toBe(padToken(second.token));
+    expect(await admin.get(store.fenceKey('shared-config')).string()).toBe(padToken(second.token));
+    expect(await store.highestToken('shared-config')).toBe(second.token);
     await Promise.all([first.release(), second.release()]);
   });
 });

@@ -58,8 +58,8 @@ async function open(kind) {
   }
   if (kind === 'redis') {
     const { Redis } = await import('ioredis');
-    const { fencedSet } = await import('@leasehold/fence/redis');
-    const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+    const { fencedSet, safeRedisOptions } = await import('@leasehold/fence/redis');
+    const redis = new Redis(url, { ...safeRedisOptions });
     return {
       write: (value) =>
         fencedSet(redis, {

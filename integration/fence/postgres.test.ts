@@ -1,5 +1,5 @@
 import { describeFenceConformance } from '@leasehold/fence/conformance';
-import { isStaleTokenError, type StaleTokenError } from '@leasehold/fence';
+import { isInvalidArgumentError, isStaleTokenError, type StaleTokenError } from '@leasehold/fence';
 import {
   postgresStore,
   postgresStoreDDL,
@@ -90,31 +90,25 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
     const fences = uniqueName('fence');
     const log = uniqueName('log');
     tables.push(fences, log);
-    await admin.query(fenceTableDDL(fences));
+    await admin.query(fenceTableDDL({ table: fences }));
     await admin.query(`CREATE TABLE "${log}" (line text)`);
     const insert = (line: string) => async (tx: PgClient) => {
       await tx.query(`INSERT INTO "${log}" VALUES ($1)`, [line]);
     };
 
-    await withFence(admin, 'job', 5n, insert('five'), { table: fences });
+    await withFence(admin, { resource: 'job', token: 5n, table: fences }, insert('five'));
     const boom = new Error('boom');
     await expect(
-      withFence(
-        admin,
-        'job',
-        8n,
-        async (tx) => {
-          await insert('eight')(tx);
-          throw boom;
-        },
-        { table: fences },
-      ),
+      withFence(admin, { resource: 'job', token: 8n, table: fences }, async (tx) => {
+        await insert('eight')(tx);
+        throw boom;
+      }),
     ).rejects.toBe(boom);
     // Token 8 was rolled back with the statements, so 6 is still the newest holder.
-    await withFence(admin, 'job', 6n, insert('six'), { table: fences });
-    await expect(withFence(admin, 'job', 5n, insert('late'), { table: fences })).rejects.toSatisfy(
-      isStaleTokenError,
-    );
+    await withFence(admin, { resource: 'job', token: 6n, table: fences }, insert('six'));
+    await expect(
+      withFence(admin, { resource: 'job', token: 5n, table: fences }, insert('late')),
+    ).rejects.toSatisfy(isStaleTokenError);
     const { rows } = await admin.query(`SELECT line FROM "${log}"`);
     expect(rows.map((r: { line: string }) => r.line).sort()).toEqual(['five', 'six']);
     expect(admin.idleCount).toBe(admin.totalCount); // every checked-out client went back
@@ -123,32 +117,28 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
   it('withFence holds the fence row: a lower token waits for the open transaction, then is stale', async () => {
     const fences = uniqueName('fence');
     tables.push(fences);
-    await admin.query(fenceTableDDL(fences));
+    await admin.query(fenceTableDDL({ table: fences }));
     const pool = newPool();
 
     let commit!: () => void;
     const holding = new Promise<void>((resolve) => (commit = resolve));
     let insideHigh!: (pid: number) => void;
     const highStarted = new Promise<number>((resolve) => (insideHigh = resolve));
-    const high = withFence(
-      pool,
-      'printer',
-      10n,
-      async (tx) => {
-        const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-        insideHigh(rows[0]!.pid);
-        await holding;
-      },
-      { table: fences },
-    );
+    const high = withFence(pool, { resource: 'printer', token: 10n, table: fences }, async (tx) => {
+      const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      insideHigh(rows[0]!.pid);
+      await holding;
+    });
     await highStarted;
 
     const lowClient = await pool.connect();
     const { rows } = await lowClient.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const lowPid = rows[0]!.pid;
-    const low = withFence(lowClient, 'printer', 9n, async () => 'ran', { table: fences }).finally(
-      () => lowClient.release(),
-    );
+    const low = withFence(
+      lowClient,
+      { resource: 'printer', token: 9n, table: fences },
+      async () => 'ran',
+    ).finally(() => lowClient.release());
     // The low writer is observably blocked on the high writer's row lock (an event, not a delay).
     await expect
       .poll(
@@ -167,5 +157,76 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
     const err = await low.catch((e: unknown) => e);
     expect(isStaleTokenError(err)).toBe(true);
     expect((err as StaleTokenError).highestToken).toBe(10n);
+  });
+  it('upsertFencedRow refuses a text fence column, naming the table, the column and the type', async () => {
+    const table = uniqueName('text_fence');
+    tables.push(table);
+    await admin.query(`CREATE TABLE "${table}" (id text PRIMARY KEY, body text, fence text)`);
+    const write = (token: bigint) =>
+      upsertFencedRow(admin, { table, key: { id: 'a' }, values: { body: `t${token}` }, token });
+    // As text, '9' > '10': without the check token 9 would overwrite token 10's row.
+    const err = await write(10n).catch((e: unknown) => e);
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toContain(`"${table}"`);
+    expect((err as Error).message).toContain('"fence"');
+    expect((err as Error).message).toMatch(/bigint \(int8\)/);
+    await expect(write(9n)).rejects.toSatisfy(isInvalidArgumentError);
+    expect((await admin.query(`SELECT count(*)::int AS n FROM "${table}"`)).rows[0]).toEqual({
+      n: 0,
+    });
+  });
+
+  it('upsertFencedRow compares with the int8 token even if the column turned text after the check', async () => {
+    const table = uniqueName('retyped_fence');
+    tables.push(table);
+    await admin.query(`CREATE TABLE "${table}" (id text PRIMARY KEY, body text, fence int8)`);
+    const write = (token: bigint) =>
+      upsertFencedRow(admin, { table, key: { id: 'a' }, values: { body: `t${token}` }, token });
+    await write(10n); // checks and caches the column type
+    await admin.query(`ALTER TABLE "${table}" ALTER COLUMN fence TYPE text`);
+    const err = await write(9n).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(isStaleTokenError(err)).toBe(false);
+    expect((err as Error).message).toMatch(/operator does not exist: text <= bigint/);
+    const { rows } = await admin.query(`SELECT body, fence FROM "${table}"`);
+    expect(rows).toEqual([{ body: 't10', fence: '10' }]);
+  });
+
+  it('withFence refuses a fence table whose token column is text', async () => {
+    const fences = uniqueName('text_token');
+    tables.push(fences);
+    // A hand-made fence table, as the DDL would make it but for the token's type.
+    const columns = 'resource text PRIMARY KEY, token text NOT NULL, updated_at timestamptz';
+    await admin.query(`CREATE TABLE "${fences}" (${columns})`);
+    let ran = 0;
+    const err = await withFence(
+      admin,
+      { resource: 'job', token: 10n, table: fences },
+      async () => ran++,
+    ).catch((e: unknown) => e);
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toContain(`"${fences}"`);
+    expect((err as Error).message).toContain('"token"');
+    expect((err as Error).message).toMatch(/bigint \(int8\)/);
+    expect(ran).toBe(0);
+  });
+
+  it('withFence compares with the int8 token even if the column turned text after the check', async () => {
+    const fences = uniqueName('retyped_token');
+    tables.push(fences);
+    // The DDL's table without its CHECK, which would stop the column turning text.
+    const columns = 'resource text PRIMARY KEY, token int8 NOT NULL, updated_at timestamptz';
+    await admin.query(`CREATE TABLE "${fences}" (${columns})`);
+    await withFence(admin, { resource: 'job', token: 10n, table: fences }, async () => undefined);
+    await admin.query(`ALTER TABLE "${fences}" ALTER COLUMN token TYPE text`);
+    const err = await withFence(
+      admin,
+      { resource: 'job', token: 9n, table: fences },
+      async () => undefined,
+    ).catch((e: unknown) => e);
+    expect(isStaleTokenError(err)).toBe(false);
+    expect((err as Error).message).toMatch(/operator does not exist: text <= bigint/);
+    const { rows } = await admin.query(`SELECT token FROM "${fences}"`);
+    expect(rows).toEqual([{ token: '10' }]);
   });
 });

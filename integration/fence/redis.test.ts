@@ -1,6 +1,13 @@
 import { isStaleTokenError, type StaleTokenError } from '@leasehold/fence';
 import { describeFenceConformance } from '@leasehold/fence/conformance';
-import { fencedDel, fencedExec, fencedHset, fencedSet, redisStore } from '@leasehold/fence/redis';
+import {
+  FENCE_SCRIPT,
+  fencedDel,
+  fencedExec,
+  fencedHset,
+  fencedSet,
+  redisStore,
+} from '@leasehold/fence/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeWith, findRedis, redisClient, uniqueName } from './stores.js';
@@ -88,5 +95,53 @@ describeWith(await findRedis(), 'fence: Redis', (url) => {
     expect(isStaleTokenError(err)).toBe(false);
     expect((err as Error).message).toMatch(/not a canonical token/);
     expect(await redis.exists(`${prefix}corrupt`)).toBe(0);
+  });
+  // The script is exported for SCRIPT LOAD, so it must defend itself: callers of EVAL skip
+  // parseToken. Each case runs on a fresh fence key (absent) and on one that holds token 10.
+  it.each([
+    ['negative', '-50'],
+    ['zero', '0'],
+    ['leading zero', '007'],
+    ['plus sign', '+5'],
+    ['space', ' 5'],
+    ['trailing newline', '5\n'],
+    ['exponent', '1e5'],
+    ['hex', '0x10'],
+    ['fraction', '5.0'],
+    ['empty', ''],
+    ['above int64', '9223372036854775808'],
+    ['20 digits', '10000000000000000000'],
+    ['letters', 'abc'],
+  ])(
+    'the raw script refuses an ARGV token that is not canonical (%s) and changes nothing',
+    async (label, token) => {
+      for (const stored of [undefined, '10']) {
+        const fenceKey = `${prefix}raw-${label.replaceAll(' ', '-')}-${stored ?? 'none'}:fence`;
+        const dataKey = `${prefix}raw-${label.replaceAll(' ', '-')}-${stored ?? 'none'}`;
+        if (stored !== undefined) await redis.set(fenceKey, stored);
+        const err = await redis
+          .eval(FENCE_SCRIPT, 2, fenceKey, dataKey, token, '1', 'SET', '1', '1', '2', 'written')
+          .catch((e: unknown) => e);
+        expect(err, `stored ${stored}`).toBeInstanceOf(Error);
+        expect((err as Error).message).toMatch(/invalid fencing token/);
+        expect((err as Error).message).toContain('allowed');
+        expect(await redis.get(fenceKey)).toBe(stored ?? null);
+        expect(await redis.exists(dataKey)).toBe(0);
+      }
+    },
+  );
+
+  it('the raw script accepts the int64 maximum and refuses a stored value above it', async () => {
+    const fenceKey = `${prefix}raw-max:fence`;
+    const dataKey = `${prefix}raw-max`;
+    const max = '9223372036854775807';
+    await redis.eval(FENCE_SCRIPT, 2, fenceKey, dataKey, max, '1', 'SET', '1', '1', '2', 'max');
+    expect(await redis.get(fenceKey)).toBe(max);
+    await redis.set(fenceKey, '9223372036854775808');
+    const err = await redis
+      .eval(FENCE_SCRIPT, 2, fenceKey, dataKey, max, '1', 'SET', '1', '1', '2', 'over')
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/not a canonical token/);
+    expect(await redis.get(dataKey)).toBe('max');
   });
 });

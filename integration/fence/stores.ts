@@ -5,6 +5,7 @@
  * since someone asked for that server explicitly.
  */
 import type { PgQueryable } from '@leasehold/fence/postgres';
+import { safeRedisOptions } from '@leasehold/fence/redis';
 import type { SqliteDatabase } from '@leasehold/fence/sqlite';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -105,12 +106,15 @@ export async function findRedis(): Promise<Found> {
   }
 }
 
-/** A client that fails fast instead of retrying forever when the server is gone. */
+/**
+ * A client that fails fast instead of retrying forever when the server is gone, and never sends a
+ * fenced write twice (`safeRedisOptions`).
+ */
 export function redisClient(url: string): Redis {
   const redis = new Redis(url, {
+    ...safeRedisOptions,
     lazyConnect: true,
     connectTimeout: PROBE_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
     retryStrategy: () => null,
   });
   // Connection errors also reject the command that hit them; the event would only be noise.

@@ -62,15 +62,15 @@ export function describeFenceConformance(
 
     it('accepts the first write with any valid token', async () => {
       const r = resource('first');
-      await store().write(r, 42n, 'a');
+      await store().write({ resource: r, token: 42n, value: 'a' });
       expect(await store().read(r)).toEqual({ value: 'a', token: 42n });
       expect(await store().highestToken(r)).toBe(42n);
     });
 
     it('rejects a lower token with StaleTokenError', async () => {
       const r = resource('stale');
-      await store().write(r, 10n, 'new');
-      const err = await rejection(store().write(r, 9n, 'old'));
+      await store().write({ resource: r, token: 10n, value: 'new' });
+      const err = await rejection(store().write({ resource: r, token: 9n, value: 'old' }));
       expect(isStaleTokenError(err)).toBe(true);
       const stale = err as StaleTokenError;
       expect(stale.resource).toBe(r);
@@ -80,23 +80,25 @@ export function describeFenceConformance(
 
     it('accepts an equal token (the same holder writing again)', async () => {
       const r = resource('equal');
-      await store().write(r, 7n, 'first');
-      await store().write(r, 7n, 'second');
+      await store().write({ resource: r, token: 7n, value: 'first' });
+      await store().write({ resource: r, token: 7n, value: 'second' });
       expect(await store().read(r)).toEqual({ value: 'second', token: 7n });
     });
 
     it('accepts a higher token', async () => {
       const r = resource('higher');
-      await store().write(r, 7n, 'old');
-      await store().write(r, 8n, 'new');
+      await store().write({ resource: r, token: 7n, value: 'old' });
+      await store().write({ resource: r, token: 8n, value: 'new' });
       expect(await store().read(r)).toEqual({ value: 'new', token: 8n });
       expect(await store().highestToken(r)).toBe(8n);
     });
 
     it('leaves no trace of a rejected write', async () => {
       const r = resource('no-trace');
-      await store().write(r, 100n, 'kept');
-      await expect(store().write(r, 99n, 'lost')).rejects.toSatisfy(isStaleTokenError);
+      await store().write({ resource: r, token: 100n, value: 'kept' });
+      await expect(store().write({ resource: r, token: 99n, value: 'lost' })).rejects.toSatisfy(
+        isStaleTokenError,
+      );
       expect(await store().read(r)).toEqual({ value: 'kept', token: 100n });
       expect(await store().highestToken(r)).toBe(100n);
       const other = await harness!.reopen();
@@ -110,7 +112,7 @@ export function describeFenceConformance(
         0x5eed,
       );
       const outcomes = await Promise.allSettled(
-        tokens.map((t) => store().write(r, t, `writer-${t}`)),
+        tokens.map((t) => store().write({ resource: r, token: t, value: `writer-${t}` })),
       );
       for (const outcome of outcomes) {
         if (outcome.status === 'rejected') expect(isStaleTokenError(outcome.reason)).toBe(true);
@@ -124,37 +126,45 @@ export function describeFenceConformance(
 
     it('keeps accepted values and tokens across a new client', async () => {
       const r = resource('persist');
-      await store().write(r, 500n, 'durable');
+      await store().write({ resource: r, token: 500n, value: 'durable' });
       const other = await harness!.reopen();
       expect(await other.read(r)).toEqual({ value: 'durable', token: 500n });
       expect(await other.highestToken(r)).toBe(500n);
-      await expect(other.write(r, 499n, 'late')).rejects.toSatisfy(isStaleTokenError);
-      await other.write(r, 501n, 'next');
+      await expect(other.write({ resource: r, token: 499n, value: 'late' })).rejects.toSatisfy(
+        isStaleTokenError,
+      );
+      await other.write({ resource: r, token: 501n, value: 'next' });
       expect(await store().read(r)).toEqual({ value: 'next', token: 501n });
     });
 
     it('compares tokens above 2^53 exactly', async () => {
       const r = resource('big');
       // Equal as doubles: a store that compares numbers would accept the second write.
-      await store().write(r, 9007199254740993n, 'big');
-      await expect(store().write(r, 9007199254740992n, 'rounded')).rejects.toSatisfy(
-        isStaleTokenError,
-      );
-      await store().write(r, '9007199254740993', 'same holder');
+      await store().write({ resource: r, token: 9007199254740993n, value: 'big' });
+      await expect(
+        store().write({ resource: r, token: 9007199254740992n, value: 'rounded' }),
+      ).rejects.toSatisfy(isStaleTokenError);
+      await store().write({ resource: r, token: '9007199254740993', value: 'same holder' });
       expect(await store().read(r)).toEqual({ value: 'same holder', token: 9007199254740993n });
 
-      await store().write(r, MAX_TOKEN, 'max');
+      await store().write({ resource: r, token: MAX_TOKEN, value: 'max' });
       expect(await store().highestToken(r)).toBe(MAX_TOKEN);
-      await expect(store().write(r, MAX_TOKEN - 1n, 'max-1')).rejects.toSatisfy(isStaleTokenError);
+      await expect(
+        store().write({ resource: r, token: MAX_TOKEN - 1n, value: 'max-1' }),
+      ).rejects.toSatisfy(isStaleTokenError);
       expect(await store().read(r)).toEqual({ value: 'max', token: MAX_TOKEN });
     });
 
     it('orders tokens by value, not as strings', async () => {
       const r = resource('digits');
-      await store().write(r, 99n, 'two digits');
-      await store().write(r, 100n, 'three digits');
-      await expect(store().write(r, 99n, 'again')).rejects.toSatisfy(isStaleTokenError);
-      await expect(store().write(r, '900', 'x')).resolves.toBeUndefined();
+      await store().write({ resource: r, token: 99n, value: 'two digits' });
+      await store().write({ resource: r, token: 100n, value: 'three digits' });
+      await expect(store().write({ resource: r, token: 99n, value: 'again' })).rejects.toSatisfy(
+        isStaleTokenError,
+      );
+      await expect(
+        store().write({ resource: r, token: '900', value: 'x' }),
+      ).resolves.toBeUndefined();
       expect(await store().highestToken(r)).toBe(900n);
     });
 
@@ -170,7 +180,9 @@ export function describeFenceConformance(
       ['null', null],
     ])('rejects an invalid token (%s) and writes nothing', async (label, token) => {
       const r = resource(`invalid-${label}`);
-      const err = await rejection(store().write(r, token as TokenInput, 'never'));
+      const err = await rejection(
+        store().write({ resource: r, token: token as TokenInput, value: 'never' }),
+      );
       expect(isInvalidTokenError(err)).toBe(true);
       expect(await store().read(r)).toBeUndefined();
       expect(await store().highestToken(r)).toBeUndefined();
@@ -179,9 +191,11 @@ export function describeFenceConformance(
     it('keeps resources independent', async () => {
       const a = resource('independent-a');
       const b = resource('independent-b');
-      await store().write(a, 1000n, 'a');
-      await store().write(b, 1n, 'b');
-      await expect(store().write(a, 999n, 'a-late')).rejects.toSatisfy(isStaleTokenError);
+      await store().write({ resource: a, token: 1000n, value: 'a' });
+      await store().write({ resource: b, token: 1n, value: 'b' });
+      await expect(store().write({ resource: a, token: 999n, value: 'a-late' })).rejects.toSatisfy(
+        isStaleTokenError,
+      );
       expect(await store().read(a)).toEqual({ value: 'a', token: 1000n });
       expect(await store().read(b)).toEqual({ value: 'b', token: 1n });
     });

@@ -1,5 +1,12 @@
 import { InvalidArgumentError } from './errors.js';
-import type { TokenInput } from './token.js';
+import { parseToken, type TokenInput } from './token.js';
+
+/** What every fenced call names: the resource written and the writer's token. */
+export interface Fence {
+  /** The name of what is written; one highest token is kept per resource. */
+  resource: string;
+  token: TokenInput;
+}
 
 /** A value as a fenced store holds it: the last accepted write and the token it came with. */
 export interface FencedValue {
@@ -20,7 +27,7 @@ export interface FencedValue {
  * - resources are independent of each other.
  */
 export interface FencedStore {
-  write(resource: string, token: TokenInput, value: string): Promise<void>;
+  write(write: Fence & { value: string }): Promise<void>;
   read(resource: string): Promise<FencedValue | undefined>;
   highestToken(resource: string): Promise<bigint | undefined>;
 }
@@ -47,4 +54,19 @@ export function checkResource(resource: unknown): string {
     );
   }
   return resource;
+}
+
+/**
+ * Validates the `{ resource, token }` argument. A string here is the positional style of earlier
+ * versions (`withFence(db, resource, token, fn)`): it gets a message that says so.
+ */
+export function checkFence(fence: unknown): { resource: string; token: bigint } {
+  if (typeof fence !== 'object' || fence === null) {
+    throw new InvalidArgumentError(
+      `invalid fence ${typeof fence === 'string' ? JSON.stringify(fence) : `of type ${typeof fence}`}: ` +
+        'allowed: an object { resource, token, ... } as the second argument',
+    );
+  }
+  const { resource, token } = fence as Partial<Fence>;
+  return { resource: checkResource(resource), token: parseToken(token as TokenInput) };
 }

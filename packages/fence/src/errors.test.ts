@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
+  isInvalidArgumentError as isCoreInvalidArgumentError,
+  isLeaseholdError,
+} from '@leasehold/core';
+import {
   FenceError,
+  InvalidArgumentError,
   InvalidTokenError,
   StaleTokenError,
   isFenceError,
+  isInvalidArgumentError,
   isInvalidTokenError,
   isStaleTokenError,
 } from './errors.js';
@@ -32,11 +38,25 @@ describe('errors', () => {
   it('guards recognise errors from another copy of the package by their brand', () => {
     // What a duplicate copy's error looks like: a different class with the same global brand.
     const foreign = new Error('stale');
-    Object.defineProperty(foreign, Symbol.for('leasehold.error'), { value: 'STALE_TOKEN' });
+    Object.defineProperty(foreign, Symbol.for('leasehold.fence.error'), { value: 'STALE_TOKEN' });
     expect(isStaleTokenError(foreign)).toBe(true);
     expect(isFenceError(foreign)).toBe(true);
     expect(isStaleTokenError(new Error('stale'))).toBe(false);
     expect(isStaleTokenError(null)).toBe(false);
     expect(isStaleTokenError('STALE_TOKEN')).toBe(false);
+  });
+
+  it('fence guards reject errors branded by @leasehold/core, and core guards reject fence errors', () => {
+    // Core's brand, past ('leasehold.error', once shared with fence) and present.
+    for (const brand of ['leasehold.error', 'leasehold.core.error']) {
+      const core = new Error('bad lock name');
+      Object.defineProperty(core, Symbol.for(brand), { value: 'INVALID_ARGUMENT' });
+      expect(isInvalidArgumentError(core), brand).toBe(false);
+      expect(isFenceError(core), brand).toBe(false);
+    }
+    const fence = new InvalidArgumentError('bad table');
+    expect(isInvalidArgumentError(fence)).toBe(true);
+    expect(isCoreInvalidArgumentError(fence)).toBe(false);
+    expect(isLeaseholdError(fence)).toBe(false);
   });
 });

@@ -7,10 +7,11 @@
  * the two apart.
  *
  * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
- * `Symbol.for` (the same one `@leasehold/core` uses), so they keep working when two copies of the
- * package are installed.
+ * `Symbol.for`, so they keep working when two copies of the package are installed. The brand is
+ * this package's own: `@leasehold/core` has its own codes (its `INVALID_ARGUMENT` is about lock
+ * names, not tables), so neither package's guards accept the other's errors.
  */
-const BRAND = Symbol.for('leasehold.error');
+const BRAND = Symbol.for('leasehold.fence.error');
 
 export type FenceErrorCode = 'INVALID_TOKEN' | 'STALE_TOKEN' | 'INVALID_ARGUMENT';
 

@@ -12,12 +12,17 @@
  */
 import type { Leasehold } from '@leasehold/core';
 import { kvCall } from '@leasehold/core/internal';
-import { checkResource, type FencedStore, type FencedValue } from './contract.js';
+import { checkFence, checkResource, type Fence, type FencedStore } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
-import { parseToken, type TokenInput } from './token.js';
+
+/** Defaults for every option in this module, in one place. */
+export const etcdDefaults = {
+  /** Key prefix of fence keys and of values written by {@link etcdStore}. */
+  prefix: '/leasehold/fence/',
+} as const;
 
 export interface EtcdFenceOptions {
-  /** Key prefix for fence keys and for values written with `write`. Default `/leasehold/fence/`. */
+  /** Key prefix for fence keys and for values written by the store. Default `/leasehold/fence/`. */
   prefix?: string;
   /** Deadline of each etcd call. Default: the client's `callTimeoutMs`. */
   timeoutMs?: number;
@@ -27,132 +32,163 @@ export interface EtcdFenceOptions {
 export type EtcdFencedOp =
   { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
 
+/** `{ resource, token }`, the ops to apply, and the module's options. */
+export interface FencedTxn extends Fence, EtcdFenceOptions {
+  ops: readonly EtcdFencedOp[];
+}
+
 const WIDTH = 20;
+/** A token as stored in a fence key: zero-padded to 20 digits, so byte order is numeric order. */
 export const padToken = (token: bigint): string => token.toString().padStart(WIDTH, '0');
 
-export class EtcdFence implements FencedStore {
-  readonly prefix: string;
-
-  /** No I/O here: the client is already connected. */
-  constructor(
-    private readonly client: Leasehold,
-    private readonly options: EtcdFenceOptions = {},
-  ) {
-    const prefix = options.prefix ?? '/leasehold/fence/';
-    if (typeof prefix !== 'string' || prefix.includes('\0')) {
-      throw new InvalidArgumentError(`prefix must be a string without NUL, got ${typeof prefix}`);
-    }
-    this.prefix = prefix;
-  }
-
-  /** The key holding the highest accepted token of `resource`. */
-  fenceKey(resource: string): string {
-    return `${this.prefix}token/${encodeURIComponent(checkResource(resource))}`;
-  }
-
-  /** The key `write` stores the value of `resource` under. */
-  valueKey(resource: string): string {
-    return `${this.prefix}value/${encodeURIComponent(checkResource(resource))}`;
-  }
-
-  /**
-   * Applies `ops` iff `token` >= the highest token accepted for `resource`, recording `token`
-   * as the highest, in one transaction. Rejects with `StaleTokenError` (and changes nothing)
-   * otherwise. Resolves to the etcd revision of the write. Not retried: a timed-out write may
-   * have landed.
-   */
-  async apply(resource: string, token: TokenInput, ops: readonly EtcdFencedOp[]): Promise<bigint> {
-    const fenceKey = Buffer.from(this.fenceKey(resource));
-    const t = parseToken(token);
-    const writes = [
-      { request_put: { key: fenceKey, value: Buffer.from(padToken(t)) } },
-      ...toRequests(ops),
-    ];
-    const res = await kvCall(
-      this.client,
-      'fenced write',
-      (kv, o) =>
-        kv.txn(
-          {
-            // Absent fence: any valid token is accepted. Present: accepted iff stored < token+1.
-            compare: [{ key: fenceKey, target: 'Create', result: 'Equal', create_revision: '0' }],
-            success: writes,
-            failure: [
-              {
-                request_txn: {
-                  compare: [
-                    {
-                      key: fenceKey,
-                      target: 'Value',
-                      result: 'Less',
-                      value: Buffer.from(padToken(t + 1n)),
-                    },
-                  ],
-                  success: writes,
-                  failure: [{ request_range: { key: fenceKey } }],
-                },
-              },
-            ],
-          },
-          o,
-        ),
-      {
-        idempotent: false,
-        ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
-      },
+function keys(options: EtcdFenceOptions) {
+  const prefix = options.prefix ?? etcdDefaults.prefix;
+  if (typeof prefix !== 'string' || prefix.includes('\0')) {
+    throw new InvalidArgumentError(
+      `invalid prefix ${typeof prefix === 'string' ? JSON.stringify(prefix) : `of type ${typeof prefix}`}: ` +
+        'allowed: a string without NUL',
     );
-    const inner = res.responses[0]?.response_txn;
-    if (!res.succeeded && inner && !inner.succeeded) {
-      const stored = inner.responses[0]?.response_range.kvs[0]?.value.toString();
-      throw new StaleTokenError(resource, t, stored === undefined ? undefined : BigInt(stored));
-    }
-    return BigInt(res.header.revision);
   }
+  const timeoutMs = options.timeoutMs;
+  if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) {
+    throw new InvalidArgumentError(
+      `invalid timeoutMs ${String(timeoutMs)}: allowed: a positive integer number of milliseconds`,
+    );
+  }
+  const encode = (resource: string) => encodeURIComponent(checkResource(resource));
+  return {
+    prefix,
+    call: { ...(timeoutMs === undefined ? {} : { timeoutMs }) },
+    fence: (resource: string) => `${prefix}token/${encode(resource)}`,
+    value: (resource: string) => `${prefix}value/${encode(resource)}`,
+  };
+}
 
-  async write(resource: string, token: TokenInput, value: string): Promise<void> {
-    await this.apply(resource, token, [{ type: 'put', key: this.valueKey(resource), value }]);
+/**
+ * Applies `ops` iff `token` >= the highest token accepted for `resource`, recording `token` as
+ * the highest, in one etcd transaction. Resolves to the etcd revision of the write. Not retried:
+ * a timed-out write may have landed.
+ *
+ * @throws StaleTokenError when the fence key holds a higher token; nothing was changed.
+ */
+export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigint> {
+  const { resource, token } = checkFence(txn);
+  const k = keys(txn);
+  const fenceKey = Buffer.from(k.fence(resource));
+  const writes = [
+    { request_put: { key: fenceKey, value: Buffer.from(padToken(token)) } },
+    ...toRequests(txn.ops),
+  ];
+  const res = await kvCall(
+    client,
+    'fenced write',
+    (kv, o) =>
+      kv.txn(
+        {
+          // Absent fence: any valid token is accepted. Present: accepted iff stored < token+1.
+          compare: [{ key: fenceKey, target: 'Create', result: 'Equal', create_revision: '0' }],
+          success: writes,
+          failure: [
+            {
+              request_txn: {
+                compare: [
+                  {
+                    key: fenceKey,
+                    target: 'Value',
+                    result: 'Less',
+                    value: Buffer.from(padToken(token + 1n)),
+                  },
+                ],
+                success: writes,
+                failure: [{ request_range: { key: fenceKey } }],
+              },
+            },
+          ],
+        },
+        o,
+      ),
+    { idempotent: false, ...k.call },
+  );
+  const inner = res.responses[0]?.response_txn;
+  if (!res.succeeded && inner && !inner.succeeded) {
+    const stored = inner.responses[0]?.response_range.kvs[0]?.value.toString();
+    throw new StaleTokenError(resource, token, stored === undefined ? undefined : BigInt(stored));
   }
+  return BigInt(res.header.revision);
+}
 
-  async read(resource: string): Promise<FencedValue | undefined> {
-    const [value, fence] = await this.#get([this.valueKey(resource), this.fenceKey(resource)]);
-    if (value === undefined || fence === undefined) return undefined;
-    return { value: value.toString(), token: BigInt(fence.toString()) };
-  }
+/** A {@link FencedStore} in etcd, and where it keeps each resource. */
+export interface EtcdStore extends FencedStore {
+  readonly prefix: string;
+  /** The key holding the highest accepted token of `resource`. */
+  fenceKey(resource: string): string;
+  /** The key `write` stores the value of `resource` under. */
+  valueKey(resource: string): string;
+}
 
-  async highestToken(resource: string): Promise<bigint | undefined> {
-    const [fence] = await this.#get([this.fenceKey(resource)]);
-    return fence === undefined ? undefined : BigInt(fence.toString());
-  }
+/** No I/O here: the client is already connected. */
+export function etcdStore(client: Leasehold, options: EtcdFenceOptions = {}): EtcdStore {
+  const k = keys(options);
 
   /** Reads keys at one revision (one read-only txn), so a value and its token agree. */
-  async #get(keys: string[]): Promise<(Buffer | undefined)[]> {
+  const get = async (names: string[]): Promise<(Buffer | undefined)[]> => {
     const res = await kvCall(
-      this.client,
+      client,
       'fence read',
       (kv, o) =>
         kv.txn(
           {
             compare: [],
-            success: keys.map((k) => ({ request_range: { key: Buffer.from(k) } })),
+            success: names.map((name) => ({ request_range: { key: Buffer.from(name) } })),
             failure: [],
           },
           o,
         ),
-      { idempotent: true },
+      { idempotent: true, ...k.call },
     );
-    return keys.map((_, i) => res.responses[i]?.response_range.kvs[0]?.value);
-  }
+    return names.map((_, i) => res.responses[i]?.response_range.kvs[0]?.value);
+  };
+
+  return {
+    prefix: k.prefix,
+    fenceKey: k.fence,
+    valueKey: k.value,
+    async write(write) {
+      const { resource } = checkFence(write);
+      await fencedTxn(client, {
+        ...options,
+        resource,
+        token: write.token,
+        ops: [{ type: 'put', key: k.value(resource), value: write.value }],
+      });
+    },
+    async read(resource) {
+      const [value, fence] = await get([k.value(resource), k.fence(resource)]);
+      if (value === undefined || fence === undefined) return undefined;
+      return { value: value.toString(), token: BigInt(fence.toString()) };
+    },
+    async highestToken(resource) {
+      const [fence] = await get([k.fence(resource)]);
+      return fence === undefined ? undefined : BigInt(fence.toString());
+    },
+  };
 }
+
+const OP_SHAPES = '{ type: "put", key, value: string | Uint8Array } or { type: "delete", key }';
 
 function toRequests(ops: unknown) {
   if (!Array.isArray(ops) || ops.length === 0) {
     throw new InvalidArgumentError(
-      'ops must be a non-empty array of { type: "put" | "delete", key }',
+      `invalid ops ${Array.isArray(ops) ? '[]' : `of type ${typeof ops}`}: allowed: a non-empty ` +
+        `array of ${OP_SHAPES}`,
     );
   }
   return ops.map((op: Partial<{ type: unknown; key: unknown; value: unknown }>, i) => {
     if (typeof op?.key !== 'string' || op.key === '') {
-      throw new InvalidArgumentError(`ops[${i}].key must be a non-empty string`);
+      throw new InvalidArgumentError(
+        `invalid ops[${i}].key ${typeof op?.key === 'string' ? '""' : `of type ${typeof op?.key}`}: ` +
+          'allowed: a non-empty string',
+      );
     }
     const key = Buffer.from(op.key);
     if (op.type === 'delete') return { request_delete_range: { key } };
@@ -160,7 +196,8 @@ function toRequests(ops: unknown) {
       return { request_put: { key, value: Buffer.from(op.value) } };
     }
     throw new InvalidArgumentError(
-      `ops[${i}] must be { type: "put", key, value: string | Uint8Array } or { type: "delete", key }`,
+      `invalid ops[${i}] (type ${JSON.stringify(op.type)}, value of type ${typeof op.value}): ` +
+        `allowed: ${OP_SHAPES}`,
     );
   });
 }

@@ -10,5 +10,5 @@ export {
   type FenceErrorCode,
 } from './errors.js';
 export { MAX_TOKEN, parseToken, tokenToString, type TokenInput } from './token.js';
-export type { FencedStore, FencedValue } from './contract.js';
-export { MemoryStore, type MemoryState } from './memory.js';
+export type { Fence, FencedStore, FencedValue, SqlStoreOptions } from './contract.js';
+export { memoryStore, type MemoryState, type MemoryStore } from './memory.js';

@@ -1,35 +1,37 @@
 import { describe, expect, it } from 'vitest';
 import { describeFenceConformance } from './conformance.js';
-import { isStaleTokenError } from './errors.js';
-import { MemoryStore, type MemoryState } from './memory.js';
+import { isInvalidArgumentError, isStaleTokenError } from './errors.js';
+import { memoryStore, withFence, type MemoryState } from './memory.js';
 
-const state: MemoryState = new Map();
+const shared: MemoryState = new Map();
 describeFenceConformance('memory', () => ({
-  store: new MemoryStore(state),
-  reopen: async () => new MemoryStore(state),
+  store: memoryStore(shared),
+  reopen: async () => memoryStore(shared),
 }));
 
-describe('MemoryStore.withFence', () => {
+describe('memory withFence', () => {
   it('runs the write only for an accepted token', () => {
-    const store = new MemoryStore();
+    const state: MemoryState = new Map();
     let applied = 0;
-    store.withFence('r', 5n, () => applied++);
-    expect(() => store.withFence('r', 4n, () => applied++)).toThrow(/stale fencing token 4/);
+    withFence(state, { resource: 'r', token: 5n }, () => applied++);
+    expect(() => withFence(state, { resource: 'r', token: 4n }, () => applied++)).toThrow(
+      /stale fencing token 4/,
+    );
     expect(applied).toBe(1);
   });
 
   it('does not record the token when the write throws', async () => {
-    const store = new MemoryStore();
-    store.withFence('r', 5n, () => undefined);
+    const state: MemoryState = new Map();
+    withFence(state, { resource: 'r', token: 5n }, () => undefined);
     expect(() =>
-      store.withFence('r', 9n, () => {
+      withFence(state, { resource: 'r', token: 9n }, () => {
         throw new Error('write failed');
       }),
     ).toThrow('write failed');
-    expect(await store.highestToken('r')).toBe(5n);
+    expect(await memoryStore(state).highestToken('r')).toBe(5n);
     let caught: unknown;
     try {
-      store.withFence('r', 4n, () => undefined);
+      withFence(state, { resource: 'r', token: 4n }, () => undefined);
     } catch (err) {
       caught = err;
     }
@@ -37,8 +39,20 @@ describe('MemoryStore.withFence', () => {
   });
 
   it('refuses an empty resource name', () => {
-    expect(() => new MemoryStore().withFence('', 1n, () => undefined)).toThrow(
+    expect(() => withFence(new Map(), { resource: '', token: 1n }, () => undefined)).toThrow(
       /must be a non-empty string/,
     );
+  });
+
+  it('names the object style when called the positional way', () => {
+    let caught: unknown;
+    try {
+      const positional = withFence as (...args: unknown[]) => unknown;
+      positional(new Map(), 'r', 1n, () => undefined);
+    } catch (err) {
+      caught = err;
+    }
+    expect(isInvalidArgumentError(caught)).toBe(true);
+    expect((caught as Error).message).toMatch(/invalid fence "r": allowed: an object/);
   });
 });

@@ -1,24 +1,34 @@
 import type { ClientBase } from 'pg';
 import { describe, expect, it } from 'vitest';
-import { isStaleTokenError, type StaleTokenError } from './errors.js';
+import { isInvalidArgumentError, isStaleTokenError, type StaleTokenError } from './errors.js';
 import { fenceTableDDL, upsertFencedRow, withFence } from './postgres.js';
 
-/** Records every query and answers from a script, so SQL shape and parameters can be checked. */
-function fakeClient(answer: (sql: string) => { rowCount: number; rows: unknown[] }) {
+type Answer = { rowCount: number; rows: unknown[] };
+
+/**
+ * Records every query and answers from a script, so SQL shape and parameters can be checked.
+ * The column type check is answered with `columnType` (bigint unless told) and not recorded.
+ */
+function fakeClient(answer: (sql: string) => Answer, columnType: string | null = 'bigint') {
   const queries: { sql: string; params: unknown[] | undefined }[] = [];
+  const typeChecks: unknown[][] = [];
   const client = {
     async query(sql: string, params?: unknown[]) {
+      if (sql.includes('to_regclass')) {
+        typeChecks.push(params ?? []);
+        return { rowCount: 1, rows: [{ found: true, type: columnType }] };
+      }
       queries.push({ sql, params });
       return answer(sql);
     },
   };
-  return { client: client as unknown as ClientBase, queries };
+  return { client: client as unknown as ClientBase, queries, typeChecks };
 }
 
 const big = 9223372036854775807n;
 
 describe('postgres upsertFencedRow', () => {
-  it('sends the token as an int8 parameter, never in the SQL text', async () => {
+  it('sends the token as an int8 parameter, never in the SQL text, and compares with it', async () => {
     const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }));
     await upsertFencedRow(client, {
       table: 'app.accounts',
@@ -28,12 +38,10 @@ describe('postgres upsertFencedRow', () => {
     });
     const [upsert] = queries;
     expect(upsert?.sql).not.toContain(big.toString());
-    expect(upsert?.sql).toContain('$3::int8');
     expect(upsert?.sql).toContain('INSERT INTO "app"."accounts" AS "target"');
-    expect(upsert?.sql).toContain(
-      'WHERE "target"."fence" IS NULL OR "target"."fence" <= EXCLUDED."fence"',
-    );
-    expect(upsert?.params).toEqual(['a', 10, '9223372036854775807']);
+    expect(upsert?.sql).toContain('VALUES ($1, $2, $3::int8)');
+    expect(upsert?.sql).toContain('WHERE "target"."fence" IS NULL OR "target"."fence" <= $4::int8');
+    expect(upsert?.params).toEqual(['a', 10, '9223372036854775807', '9223372036854775807']);
   });
 
   it('reads the current token back when no row changed', async () => {
@@ -55,7 +63,7 @@ describe('postgres upsertFencedRow', () => {
   });
 
   it('validates identifiers and tokens before sending anything', async () => {
-    const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    const { client, queries, typeChecks } = fakeClient(() => ({ rowCount: 1, rows: [] }));
     await expect(
       upsertFencedRow(client, { table: 't', key: { 'id"--': 1 }, token: 1n }),
     ).rejects.toThrow(/invalid key column/);
@@ -63,13 +71,46 @@ describe('postgres upsertFencedRow', () => {
       upsertFencedRow(client, { table: 't', key: { id: 1 }, token: '01' }),
     ).rejects.toThrow(/invalid fencing token "01"/);
     expect(queries).toEqual([]);
+    expect(typeChecks).toEqual([]);
+  });
+
+  it('checks the fence column type once per handle, table and column', async () => {
+    const { client, typeChecks } = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    const write = (table: string, fenceColumn?: string) =>
+      upsertFencedRow(client, { table, key: { id: 1 }, token: 1n, fenceColumn });
+    await write('app.accounts');
+    await write('app.accounts');
+    await write('app.accounts', 'other_fence');
+    await write('ledger');
+    expect(typeChecks).toEqual([
+      ['"app"."accounts"', 'fence'],
+      ['"app"."accounts"', 'other_fence'],
+      ['"ledger"', 'fence'],
+    ]);
+    const other = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    await upsertFencedRow(other.client, { table: 'app.accounts', key: { id: 1 }, token: 1n });
+    expect(other.typeChecks).toHaveLength(1);
+  });
+
+  it.each([
+    ['text', /its type is text; allowed: a column "fence" with type bigint \(int8\)/],
+    ['integer', /its type is integer/],
+    [null, /invalid table "t": it has no column "fence"/],
+  ])('refuses a fence column of type %s before writing', async (type, message) => {
+    const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }), type);
+    const err = await upsertFencedRow(client, { table: 't', key: { id: 1 }, token: 1n }).catch(
+      (e: unknown) => e,
+    );
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toMatch(message);
+    expect(queries).toEqual([]);
   });
 });
 
 describe('postgres withFence', () => {
   it('advances the fence first, runs the statements, commits', async () => {
-    const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }));
-    const result = await withFence(client, 'orders', 5n, async (tx) => {
+    const { client, queries, typeChecks } = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    const result = await withFence(client, { resource: 'orders', token: 5n }, async (tx) => {
       await tx.query('UPDATE orders SET x = 1');
       return 'done';
     });
@@ -80,8 +121,10 @@ describe('postgres withFence', () => {
       'UPDATE',
       'COMMIT',
     ]);
-    expect(queries[1]?.params).toEqual(['orders', '5']);
-    expect(queries[1]?.sql).toContain('$2::int8');
+    expect(typeChecks).toEqual([['"leasehold_fence"', 'token']]);
+    expect(queries[1]?.params).toEqual(['orders', '5', '5']);
+    expect(queries[1]?.sql).toContain('VALUES ($1, $2::int8)');
+    expect(queries[1]?.sql).toContain('WHERE "fence".token <= $3::int8');
   });
 
   it('rolls back without running the statements on a stale token', async () => {
@@ -91,7 +134,7 @@ describe('postgres withFence', () => {
         : { rowCount: 1, rows: [{ token: '9' }] },
     );
     let ran = false;
-    const err = await withFence(client, 'orders', 5n, async () => {
+    const err = await withFence(client, { resource: 'orders', token: 5n }, async () => {
       ran = true;
     }).catch((e: unknown) => e);
     expect(isStaleTokenError(err)).toBe(true);
@@ -104,27 +147,44 @@ describe('postgres withFence', () => {
     const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }));
     const boom = new Error('boom');
     await expect(
-      withFence(client, 'orders', 5n, async () => {
+      withFence(client, { resource: 'orders', token: 5n }, async () => {
         throw boom;
       }),
     ).rejects.toBe(boom);
     expect(queries.at(-1)?.sql).toBe('ROLLBACK');
   });
 
-  it('checks out and releases a pool client', async () => {
-    const { client } = fakeClient(() => ({ rowCount: 1, rows: [] }));
-    let released = 0;
-    const pooled = Object.assign(client, { release: () => released++ });
-    const pool = { totalCount: 0, idleCount: 0, connect: async () => pooled };
-    await withFence(pool as never, 'r', 1n, async () => undefined);
-    expect(released).toBe(1);
+  it('checks out and releases a pool client, also when the fence table is refused', async () => {
+    for (const type of ['bigint', 'text']) {
+      const { client } = fakeClient(() => ({ rowCount: 1, rows: [] }), type);
+      let released = 0;
+      const pooled = Object.assign(client, { release: () => released++ });
+      const pool = { totalCount: 0, idleCount: 0, connect: async () => pooled };
+      await withFence(pool as never, { resource: 'r', token: 1n }, async () => undefined).catch(
+        (e: unknown) => expect(isInvalidArgumentError(e)).toBe(true),
+      );
+      expect(released, type).toBe(1);
+    }
+  });
+
+  it('refuses the positional style of earlier versions with a clear error', async () => {
+    const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    const positional = withFence as (...args: unknown[]) => Promise<unknown>;
+    const err = await positional(client, 'orders', 5n, async () => undefined).catch(
+      (e: unknown) => e,
+    );
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toMatch(/invalid fence "orders": allowed: an object/);
+    expect(queries).toEqual([]);
   });
 });
 
 describe('postgres fenceTableDDL', () => {
   it('creates an int8 token column under a validated name', () => {
-    expect(fenceTableDDL('app.fences')).toContain('CREATE TABLE IF NOT EXISTS "app"."fences"');
+    expect(fenceTableDDL({ table: 'app.fences' })).toContain(
+      'CREATE TABLE IF NOT EXISTS "app"."fences"',
+    );
     expect(fenceTableDDL()).toContain('token int8 NOT NULL');
-    expect(() => fenceTableDDL('x;y')).toThrow(/invalid fence table "x;y"/);
+    expect(() => fenceTableDDL({ table: 'x;y' })).toThrow(/invalid fence table "x;y"/);
   });
 });

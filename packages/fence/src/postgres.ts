@@ -1,12 +1,13 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
+  checkFence,
   checkResource,
+  type Fence,
   type FencedStore,
-  type FencedValue,
   type SqlStoreOptions,
 } from './contract.js';
-import { InvalidArgumentError, StaleTokenError } from './errors.js';
-import { quoteIdentifier } from './identifier.js';
+import { StaleTokenError } from './errors.js';
+import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
 
 /**
@@ -33,19 +34,18 @@ export const postgresDefaults = {
   valueTable: 'leasehold_value',
 } as const;
 
+/** Names the fence table: the same option {@link withFence} takes. */
+export interface FenceTableOptions {
+  /** The fence table, optionally `schema.table`. Default `leasehold_fence`. */
+  table?: string;
+}
+
 /**
  * DDL for the fence table {@link withFence} needs. Idempotent (`IF NOT EXISTS`); run it in your
  * migrations.
  */
-export function fenceTableDDL(table: string = postgresDefaults.fenceTable): string {
-  const t = quoteIdentifier(table, 'fence table', true);
-  return (
-    `CREATE TABLE IF NOT EXISTS ${t} (\n` +
-    `  resource text PRIMARY KEY,\n` +
-    `  token int8 NOT NULL CHECK (token >= 1),\n` +
-    `  updated_at timestamptz NOT NULL DEFAULT now()\n` +
-    `)`
-  );
+export function fenceTableDDL(options: FenceTableOptions = {}): string {
+  return sql.fenceTableDDL('postgres', options.table ?? postgresDefaults.fenceTable);
 }
 
 /** One fenced row write: which row, what to set, under which token. */
@@ -65,47 +65,32 @@ export interface FencedRowWrite {
 
 /**
  * Inserts the row, or updates it iff its fence column is NULL or <= the token, in one statement:
- * `INSERT ... ON CONFLICT (key) DO UPDATE SET ... WHERE t.fence IS NULL OR t.fence <= EXCLUDED.fence`.
+ * `INSERT ... ON CONFLICT (key) DO UPDATE SET ... WHERE t.fence IS NULL OR t.fence <= $n::int8`.
  * A NULL fence counts as "never fenced" so a column added to existing rows works at once.
  *
+ * @throws InvalidArgumentError when the fence column is not `bigint` (checked once per handle).
  * @throws StaleTokenError when the row holds a higher token (read back for the message).
  */
 export async function upsertFencedRow(db: PgQueryable, write: FencedRowWrite): Promise<void> {
   const token = parseToken(write.token);
-  const sql = fencedRowSQL(write);
-  const params = [...Object.values(write.key), ...Object.values(write.values ?? {})];
-  const result = await db.query(sql.upsert, [...params, token.toString()]);
+  const keyValues = Object.values(write.key);
+  const statements = sql.fencedRowSQL('postgres', {
+    table: write.table,
+    keyColumns: Object.keys(write.key),
+    valueColumns: Object.keys(write.values ?? {}),
+    fenceColumn: write.fenceColumn ?? postgresDefaults.fenceColumn,
+  });
+  await checkTokenColumn(db, write.table, write.fenceColumn ?? postgresDefaults.fenceColumn);
+  const t = token.toString();
+  const params = [...keyValues, ...Object.values(write.values ?? {}), t, t];
+  const result = await db.query(statements.upsert, params);
   if (result.rowCount === 1) return;
-  const current = await db.query<{ fence: string | null }>(sql.select, Object.values(write.key));
+  const current = await db.query<{ fence: string | null }>(statements.select, keyValues);
   throw new StaleTokenError(
     write.resource ?? rowName(write),
     token,
-    toToken(current.rows[0]?.fence ?? undefined),
+    toToken(current.rows[0]?.fence),
   );
-}
-
-function fencedRowSQL(write: FencedRowWrite): { upsert: string; select: string } {
-  const table = quoteIdentifier(write.table, 'table', true);
-  const fence = quoteIdentifier(write.fenceColumn ?? postgresDefaults.fenceColumn, 'fence column');
-  const keys = Object.keys(write.key).map((c) => quoteIdentifier(c, 'key column'));
-  const sets = Object.keys(write.values ?? {}).map((c) => quoteIdentifier(c, 'value column'));
-  if (keys.length === 0) {
-    throw new InvalidArgumentError(
-      `invalid key {} for table ${table}: allowed: one or more columns of a unique constraint`,
-    );
-  }
-  const columns = [...keys, ...sets, fence];
-  const placeholders = columns.map((_, i) =>
-    i === columns.length - 1 ? `$${i + 1}::int8` : `$${i + 1}`,
-  );
-  const updates = [...sets, fence].map((c) => `${c} = EXCLUDED.${c}`);
-  const upsert =
-    `INSERT INTO ${table} AS "target" (${columns.join(', ')}) VALUES (${placeholders.join(', ')}) ` +
-    `ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')} ` +
-    `WHERE "target".${fence} IS NULL OR "target".${fence} <= EXCLUDED.${fence}`;
-  const where = keys.map((c, i) => `${c} = $${i + 1}`).join(' AND ');
-  const select = `SELECT ${fence}::text AS fence FROM ${table} WHERE ${where}`;
-  return { upsert, select };
 }
 
 function rowName(write: FencedRowWrite): string {
@@ -113,10 +98,8 @@ function rowName(write: FencedRowWrite): string {
   return `${write.table}[${key.join(',')}]`;
 }
 
-export interface WithFenceOptions {
-  /** The fence table, created with {@link fenceTableDDL}. Default `leasehold_fence`. */
-  table?: string;
-}
+/** `{ resource, token }` and the fence table. */
+export interface WithFenceOptions extends Fence, FenceTableOptions {}
 
 /**
  * Runs `statements` in one transaction that first advances `resource`'s highest token in the
@@ -129,35 +112,28 @@ export interface WithFenceOptions {
  * transaction. The transaction uses the session's default isolation level; under SERIALIZABLE a
  * serialization failure surfaces as pg's own error, to retry as you would any other.
  *
+ * @throws InvalidArgumentError when the fence table's `token` is not `bigint` (checked once).
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
  */
 export async function withFence<T>(
   db: PgQueryable,
-  resource: string,
-  token: TokenInput,
+  options: WithFenceOptions,
   statements: (tx: ClientBase) => Promise<T>,
-  options: WithFenceOptions = {},
 ): Promise<T> {
-  checkResource(resource);
-  const t = parseToken(token);
-  const table = quoteIdentifier(options.table ?? postgresDefaults.fenceTable, 'fence table', true);
+  const { resource, token } = checkFence(options);
+  const table = options.table ?? postgresDefaults.fenceTable;
+  const fences = sql.fenceTableSQL('postgres', table);
+  const t = token.toString();
   const client = isPool(db) ? await db.connect() : db;
   let broken: unknown;
   try {
+    await checkTokenColumn(db, table, 'token', client);
     await client.query('BEGIN');
     try {
-      const advanced = await client.query(
-        `INSERT INTO ${table} AS "fence" (resource, token) VALUES ($1, $2::int8) ` +
-          `ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now() ` +
-          `WHERE "fence".token <= EXCLUDED.token`,
-        [resource, t.toString()],
-      );
+      const advanced = await client.query(fences.advance, [resource, t, t]);
       if (advanced.rowCount !== 1) {
-        const current = await client.query<{ token: string }>(
-          `SELECT token::text AS token FROM ${table} WHERE resource = $1`,
-          [resource],
-        );
-        throw new StaleTokenError(resource, t, toToken(current.rows[0]?.token));
+        const current = await client.query<{ token: string }>(fences.select, [resource]);
+        throw new StaleTokenError(resource, token, toToken(current.rows[0]?.token));
       }
       const result = await statements(client);
       await client.query('COMMIT');
@@ -174,6 +150,26 @@ export async function withFence<T>(
   }
 }
 
+/**
+ * Refuses a token column that is not `bigint`: as text, '9' > '10'. Checked once per
+ * (handle, table, column); `via` is the client to ask when `db` is a pool already checked out.
+ */
+async function checkTokenColumn(
+  db: PgQueryable,
+  table: string,
+  column: string,
+  via: PgQueryable = db,
+): Promise<void> {
+  const query = sql.columnTypeQuery('postgres', table, column);
+  if (sql.isChecked(db, query)) return;
+  const { rows } = await via.query<{ found: boolean; type: string | null }>(
+    query.sql,
+    query.params,
+  );
+  sql.checkIntegerColumn('postgres', query, rows[0]?.found === true, rows[0]?.type ?? undefined);
+  sql.markChecked(db, query);
+}
+
 function isPool(db: PgQueryable): db is Pool {
   return 'totalCount' in db && 'idleCount' in db;
 }
@@ -186,19 +182,8 @@ export type PostgresStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link postgresStore}: its value table, plus the fence table when it uses one. */
 export function postgresStoreDDL(options: PostgresStoreOptions = {}): string[] {
-  const values = quoteIdentifier(
-    options.valueTable ?? postgresDefaults.valueTable,
-    'value table',
-    true,
-  );
-  const ddl = [
-    `CREATE TABLE IF NOT EXISTS ${values} (\n` +
-      `  resource text PRIMARY KEY,\n` +
-      `  value text NOT NULL,\n` +
-      `  fence int8 NOT NULL\n` +
-      `)`,
-  ];
-  if (options.via === 'fence-table') ddl.push(fenceTableDDL(options.fenceTable));
+  const ddl = [sql.valueTableDDL('postgres', options.valueTable ?? postgresDefaults.valueTable)];
+  if (options.via === 'fence-table') ddl.push(fenceTableDDL({ table: options.fenceTable }));
   return ddl;
 }
 
@@ -209,54 +194,40 @@ export function postgresStoreDDL(options: PostgresStoreOptions = {}): string[] {
 export function postgresStore(db: PgQueryable, options: PostgresStoreOptions = {}): FencedStore {
   const valueTable = options.valueTable ?? postgresDefaults.valueTable;
   const fenceTable = options.fenceTable ?? postgresDefaults.fenceTable;
-  const values = quoteIdentifier(valueTable, 'value table', true);
-  const fences = quoteIdentifier(fenceTable, 'fence table', true);
+  const values = sql.valueTableSQL('postgres', valueTable);
+  const fences = sql.fenceTableSQL('postgres', fenceTable);
   const viaTable = options.via === 'fence-table';
 
   return {
-    async write(resource, token, value) {
-      checkResource(resource);
+    async write(write) {
+      const { resource, token } = checkFence(write);
       if (!viaTable) {
         await upsertFencedRow(db, {
           table: valueTable,
           key: { resource },
-          values: { value },
+          values: { value: write.value },
           token,
           resource,
         });
         return;
       }
-      await withFence(
-        db,
-        resource,
-        token,
-        async (tx) => {
-          await tx.query(
-            `INSERT INTO ${values} (resource, value, fence) VALUES ($1, $2, $3::int8) ` +
-              `ON CONFLICT (resource) DO UPDATE SET value = EXCLUDED.value, fence = EXCLUDED.fence`,
-            [resource, value, parseToken(token).toString()],
-          );
-        },
-        { table: fenceTable },
-      );
+      await withFence(db, { resource, token, table: fenceTable }, async (tx) => {
+        await tx.query(values.write, [resource, write.value, token.toString()]);
+      });
     },
 
-    async read(resource): Promise<FencedValue | undefined> {
-      const { rows } = await db.query<{ value: string; fence: string }>(
-        `SELECT value, fence::text AS fence FROM ${values} WHERE resource = $1`,
-        [checkResource(resource)],
-      );
+    async read(resource) {
+      const { rows } = await db.query<{ value: string; token: string }>(values.read, [
+        checkResource(resource),
+      ]);
       const row = rows[0];
-      return row === undefined ? undefined : { value: row.value, token: BigInt(row.fence) };
+      return row === undefined ? undefined : { value: row.value, token: BigInt(row.token) };
     },
 
     async highestToken(resource) {
-      const { rows } = await db.query<{ token: string }>(
-        viaTable
-          ? `SELECT token::text AS token FROM ${fences} WHERE resource = $1`
-          : `SELECT fence::text AS token FROM ${values} WHERE resource = $1`,
-        [checkResource(resource)],
-      );
+      const { rows } = viaTable
+        ? await db.query<{ token: string }>(fences.select, [checkResource(resource)])
+        : await db.query<{ token: string }>(values.read, [checkResource(resource)]);
       return toToken(rows[0]?.token);
     },
   };

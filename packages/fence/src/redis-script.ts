@@ -10,10 +10,14 @@ import { createHash } from 'node:crypto';
  *
  * Tokens are compared as canonical decimal strings, by length then byte by byte: `tonumber`
  * would turn them into doubles and equate 2^53 with 2^53+1, and Lua's `<` on strings follows the
- * server's collation locale. The fence key is advanced before the commands run, so any effect of
- * a write (even a partial one, if a command fails at run time) is covered by its token.
+ * server's collation locale. That comparison is only numeric for canonical decimals, so the
+ * script checks both the incoming token and the stored one itself (the script is exported, and
+ * an `EVAL` caller skips `parseToken`): one bad token stored would poison the key for good.
+ * The fence key is advanced before the commands run, so any effect of a write (even a partial
+ * one, if a command fails at run time) is covered by its token.
  *
- * Reply: `{1, result...}` when applied, `{0, highestToken}` when stale.
+ * Reply: `{1, result...}` when applied, `{0, highestToken}` when stale; an error reply, with
+ * nothing changed, for a token or stored value that is not canonical.
  */
 export const FENCE_SCRIPT = `
 local function less(a, b)
@@ -25,10 +29,21 @@ local function less(a, b)
   return false
 end
 
+local MAX = '9223372036854775807'
+local function canonical(s)
+  return type(s) == 'string' and string.match(s, '^[1-9][0-9]*$') ~= nil and not less(MAX, s)
+end
+
 local token = ARGV[1]
+if not canonical(token) then
+  -- Shown printable and short: an error reply is one line.
+  local shown = string.gsub(string.sub(tostring(token), 1, 40), '[^ -~]', '?')
+  return redis.error_reply('LEASEHOLD invalid fencing token "' .. shown .. '" in ARGV[1]; allowed: ' ..
+    'a canonical decimal string (no sign, spaces or leading zeros) in [1, ' .. MAX .. ']')
+end
 local current = redis.call('GET', KEYS[1])
 if current then
-  if not string.match(current, '^[1-9][0-9]*$') or #current > 19 then
+  if not canonical(current) then
     return redis.error_reply('LEASEHOLD fence key ' .. KEYS[1] .. ' holds a value that is not a canonical token')
   end
   if less(token, current) then return {0, current} end

@@ -1,16 +1,43 @@
-import type { Redis } from 'ioredis';
-import { checkResource, type FencedStore, type FencedValue } from './contract.js';
+import type { Redis, RedisOptions } from 'ioredis';
+import { checkFence, checkResource, type FencedStore } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
+import { parseToken, type TokenInput } from './token.js';
 
 export { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 };
-import { parseToken, type TokenInput } from './token.js';
 
 /**
  * Fencing in Redis: a fence key per resource holds the highest accepted token as a canonical
  * decimal string, and one Lua script checks it, advances it and applies the write's commands,
  * atomically. See `redis-script.ts` for the comparison rule.
  */
+
+/** Defaults for every option in this module, in one place. */
+export const redisDefaults = {
+  /** Prepended to every key {@link redisStore} writes. */
+  prefix: 'leasehold:',
+} as const;
+
+/**
+ * ioredis options under which a fenced write is sent at most once. Spread them into the options
+ * of the client you fence with: `new Redis(url, { ...safeRedisOptions })`.
+ *
+ * By default ioredis sends again, after a reconnect, every command whose reply it had not yet
+ * read. If Redis had applied it, it is applied twice, and its token (equal, so accepted) does not
+ * stop it: one fenced `INCR`, `LPUSH` or `XADD` counts twice. With these options such a command
+ * rejects instead (`MaxRetriesPerRequestError`), its outcome unknown.
+ *
+ * - `autoResendUnfulfilledCommands: false`: do not resend commands that were sent and unanswered.
+ * - `maxRetriesPerRequest: 0`: how many reconnections a pending command waits through before it
+ *   is rejected. 0 rejects it at the first lost connection. It is needed too: with ioredis 5 and
+ *   only the first option, an unanswered command's promise never settles after a reconnect.
+ *   Commands issued while disconnected (the offline queue) are sent once the next connection is
+ *   ready, or rejected if that attempt fails.
+ */
+export const safeRedisOptions = {
+  autoResendUnfulfilledCommands: false,
+  maxRetriesPerRequest: 0,
+} as const satisfies RedisOptions;
 
 /** An ioredis client or cluster: only `evalsha` and `eval` are used. */
 export type RedisScripting = Pick<Redis, 'evalsha' | 'eval'>;
@@ -166,23 +193,24 @@ export function redisStore(
   redis: RedisScripting & Pick<Redis, 'hmget' | 'get'>,
   options: RedisStoreOptions = {},
 ): FencedStore {
-  const prefix = options.prefix ?? 'leasehold:';
+  const prefix = options.prefix ?? redisDefaults.prefix;
   const keys = (resource: string) => {
     const base = `${prefix}{${checkResource(resource)}}`;
     return { value: `${base}:value`, fence: `${base}:fence` };
   };
   return {
-    async write(resource, token, value) {
+    async write(write) {
+      const { resource, token } = checkFence(write);
       const k = keys(resource);
-      const t = parseToken(token).toString();
+      const t = token.toString();
       await fencedExec(redis, {
         fenceKey: k.fence,
         token: t,
-        commands: [['HSET', k.value, 'value', value, 'token', t]],
+        commands: [['HSET', k.value, 'value', write.value, 'token', t]],
         resource,
       });
     },
-    async read(resource): Promise<FencedValue | undefined> {
+    async read(resource) {
       const [value, token] = await redis.hmget(keys(resource).value, 'value', 'token');
       if (value === null || value === undefined || token === null || token === undefined) {
         return undefined;

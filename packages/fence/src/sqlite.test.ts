@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeFenceConformance } from './conformance.js';
-import { isStaleTokenError, type StaleTokenError } from './errors.js';
+import { isInvalidArgumentError, isStaleTokenError, type StaleTokenError } from './errors.js';
 import {
   fenceTableDDL,
   sqliteStore,
@@ -87,26 +87,30 @@ describe('sqlite withFence', () => {
     const db = new Database(':memory:');
     db.exec(fenceTableDDL());
     db.exec('CREATE TABLE log (line TEXT)');
-    withFence(db, 'r', 5n, (tx) => tx.prepare("INSERT INTO log VALUES ('five')").run());
+    withFence(db, { resource: 'r', token: 5n }, (tx) =>
+      tx.prepare("INSERT INTO log VALUES ('five')").run(),
+    );
     expect(
       caught(() =>
-        withFence(db, 'r', 8n, (tx) => {
+        withFence(db, { resource: 'r', token: 8n }, (tx) => {
           tx.prepare("INSERT INTO log VALUES ('eight')").run();
           throw new Error('boom');
         }),
       ),
     ).toHaveProperty('message', 'boom');
     // Token 8 was never recorded, so 6 is still accepted.
-    withFence(db, 'r', 6n, (tx) => tx.prepare("INSERT INTO log VALUES ('six')").run());
+    withFence(db, { resource: 'r', token: 6n }, (tx) =>
+      tx.prepare("INSERT INTO log VALUES ('six')").run(),
+    );
     expect(db.prepare('SELECT line FROM log').pluck().all()).toEqual(['five', 'six']);
   });
 
   it('does not run the statements for a stale token', () => {
     const db = new Database(':memory:');
     db.exec(fenceTableDDL());
-    withFence(db, 'r', 5n, () => undefined);
+    withFence(db, { resource: 'r', token: 5n }, () => undefined);
     let ran = false;
-    const err = caught(() => withFence(db, 'r', 4n, () => (ran = true)));
+    const err = caught(() => withFence(db, { resource: 'r', token: 4n }, () => (ran = true)));
     expect(isStaleTokenError(err)).toBe(true);
     expect(ran).toBe(false);
   });
@@ -114,7 +118,89 @@ describe('sqlite withFence', () => {
   it('refuses an async statements function', () => {
     const db = new Database(':memory:');
     db.exec(fenceTableDDL());
-    expect(() => withFence(db, 'r', 1n, async () => undefined)).toThrow(/returned a Promise/);
+    expect(() => withFence(db, { resource: 'r', token: 1n }, async () => undefined)).toThrow(
+      /returned a Promise/,
+    );
     expect(db.prepare('SELECT count(*) FROM leasehold_fence').pluck().get()).toBe(0);
+  });
+});
+
+describe('sqlite fence column type', () => {
+  it.each(['TEXT', 'VARCHAR(20)', 'BLOB', 'REAL', 'NUMERIC', ''])(
+    'upsertFencedRow refuses a fence column declared %j, naming the table, the column and INTEGER affinity',
+    (declared) => {
+      const db = new Database(':memory:');
+      db.exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY, body TEXT, fence ${declared})`);
+      const write = (token: bigint) =>
+        upsertFencedRow(db, { table: 'accounts', key: { id: 'a' }, values: { body: 'x' }, token });
+      // As text, '9' > '10': without the check token 9 would overwrite token 10's row.
+      const err = caught(() => write(10n));
+      expect(isInvalidArgumentError(err)).toBe(true);
+      expect((err as Error).message).toContain('"accounts"');
+      expect((err as Error).message).toContain('"fence"');
+      expect((err as Error).message).toContain('INTEGER affinity');
+      expect(isInvalidArgumentError(caught(() => write(9n)))).toBe(true);
+      expect(db.prepare('SELECT count(*) FROM accounts').pluck().get()).toBe(0);
+    },
+  );
+
+  it.each(['INTEGER', 'INT', 'BIGINT', 'int8'])(
+    'accepts a fence column declared %s',
+    (declared) => {
+      const db = new Database(':memory:');
+      db.exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY, fence ${declared})`);
+      upsertFencedRow(db, { table: 'accounts', key: { id: 'a' }, token: 10n });
+      expect(
+        isStaleTokenError(
+          caught(() => upsertFencedRow(db, { table: 'accounts', key: { id: 'a' }, token: 9n })),
+        ),
+      ).toBe(true);
+    },
+  );
+
+  it('compares with the integer token even if the column is re-created as TEXT after the check', () => {
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE accounts (id TEXT PRIMARY KEY, fence INTEGER)');
+    upsertFencedRow(db, { table: 'accounts', key: { id: 'a' }, token: 10n }); // checked, cached
+    db.exec('DROP TABLE accounts');
+    db.exec(
+      "CREATE TABLE accounts (id TEXT PRIMARY KEY, fence TEXT); INSERT INTO accounts VALUES ('a', '10')",
+    );
+    const err = caught(() =>
+      upsertFencedRow(db, { table: 'accounts', key: { id: 'a' }, token: 9n }),
+    );
+    expect(isStaleTokenError(err)).toBe(true);
+    expect(db.prepare('SELECT fence FROM accounts').pluck().get()).toBe('10');
+  });
+
+  it('withFence refuses a fence table whose token column is TEXT', () => {
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE fences (resource TEXT PRIMARY KEY, token TEXT NOT NULL)');
+    let ran = 0;
+    const err = caught(() =>
+      withFence(db, { resource: 'job', token: 10n, table: 'fences' }, () => ran++),
+    );
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toContain('"fences"');
+    expect((err as Error).message).toContain('"token"');
+    expect((err as Error).message).toContain('INTEGER affinity');
+    expect(ran).toBe(0);
+  });
+
+  it('withFence compares with the integer token even if the table is re-created as TEXT after the check', () => {
+    const db = new Database(':memory:');
+    db.exec(fenceTableDDL({ table: 'fences' }));
+    withFence(db, { resource: 'job', token: 10n, table: 'fences' }, () => undefined);
+    db.exec('DROP TABLE fences');
+    db.exec(
+      "CREATE TABLE fences (resource TEXT PRIMARY KEY, token TEXT NOT NULL); INSERT INTO fences VALUES ('job', '10')",
+    );
+    expect(
+      isStaleTokenError(
+        caught(() =>
+          withFence(db, { resource: 'job', token: 9n, table: 'fences' }, () => undefined),
+        ),
+      ),
+    ).toBe(true);
   });
 });

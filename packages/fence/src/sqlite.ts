@@ -1,12 +1,13 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import {
+  checkFence,
   checkResource,
+  type Fence,
   type FencedStore,
-  type FencedValue,
   type SqlStoreOptions,
 } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
-import { quoteIdentifier } from './identifier.js';
+import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
 
 /**
@@ -15,7 +16,7 @@ import { parseToken, type TokenInput } from './token.js';
  * - {@link withFence}: a fence table and your statements in one `db.transaction`.
  *
  * SQLite INTEGER is a signed 64-bit integer, the same range as a token. Tokens are bound as
- * `bigint` and read back with `safeIntegers`, so values above 2^53 stay exact end to end. Both
+ * `bigint` and compared as `CAST(? AS INTEGER)`, so values above 2^53 stay exact end to end. Both
  * helpers are synchronous, like better-sqlite3 itself.
  */
 
@@ -28,32 +29,45 @@ export const sqliteDefaults = {
   valueTable: 'leasehold_value',
 } as const;
 
+/** Names the fence table: the same option {@link withFence} takes. */
+export interface FenceTableOptions {
+  /** The fence table, optionally `schema.table`. Default `leasehold_fence`. */
+  table?: string;
+}
+
 /** DDL for the fence table {@link withFence} needs. STRICT so a token can only be an INTEGER. */
-export function fenceTableDDL(table: string = sqliteDefaults.fenceTable): string {
-  const t = quoteIdentifier(table, 'fence table', true);
-  return (
-    `CREATE TABLE IF NOT EXISTS ${t} (\n` +
-    `  resource TEXT PRIMARY KEY NOT NULL,\n` +
-    `  token INTEGER NOT NULL CHECK (token >= 1)\n` +
-    `) STRICT`
-  );
+export function fenceTableDDL(options: FenceTableOptions = {}): string {
+  return sql.fenceTableDDL('sqlite', options.table ?? sqliteDefaults.fenceTable);
 }
 
 // Preparing is most of the cost of a small write; statements are cached per database and text.
 const cache = new WeakMap<SqliteDatabase, Map<string, BetterSqlite3.Statement>>();
-function prepare(db: SqliteDatabase, sql: string): BetterSqlite3.Statement {
+function prepare(db: SqliteDatabase, text: string): BetterSqlite3.Statement {
   let statements = cache.get(db);
   if (statements === undefined) {
     statements = new Map<string, BetterSqlite3.Statement>();
     cache.set(db, statements);
   }
-  let statement = statements.get(sql);
+  let statement = statements.get(text);
   if (statement === undefined) {
-    statement = db.prepare(sql);
-    if (statement.reader) statement.safeIntegers(true);
-    statements.set(sql, statement);
+    statement = db.prepare(text);
+    statements.set(text, statement);
   }
   return statement;
+}
+
+/**
+ * Refuses a token column without INTEGER affinity: as text, '9' > '10'. Checked once per
+ * (database, table, column).
+ */
+function checkTokenColumn(db: SqliteDatabase, table: string, column: string): void {
+  const query = sql.columnTypeQuery('sqlite', table, column);
+  if (sql.isChecked(db, query)) return;
+  const rows = prepare(db, query.sql).all(...query.params) as { name: string; type: string }[];
+  // SQLite identifiers are case-insensitive.
+  const found = rows.find((row) => row.name.toLowerCase() === column.toLowerCase());
+  sql.checkIntegerColumn('sqlite', query, rows.length > 0, found?.type);
+  sql.markChecked(db, query);
 }
 
 /** One fenced row write: which row, what to set, under which token. */
@@ -73,47 +87,36 @@ export interface FencedRowWrite {
 
 /**
  * Inserts the row, or updates it iff its fence column is NULL or <= the token, in one statement
- * (`INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE fence IS NULL OR fence <= excluded.fence`).
+ * (`INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE fence IS NULL OR fence <= CAST(? AS INTEGER)`).
  *
+ * @throws InvalidArgumentError when the fence column lacks INTEGER affinity (checked once).
  * @throws StaleTokenError when the row holds a higher token.
  */
 export function upsertFencedRow(db: SqliteDatabase, write: FencedRowWrite): void {
   const token = parseToken(write.token);
-  const table = quoteIdentifier(write.table, 'table', true);
-  const fence = quoteIdentifier(write.fenceColumn ?? sqliteDefaults.fenceColumn, 'fence column');
-  const keys = Object.keys(write.key).map((c) => quoteIdentifier(c, 'key column'));
-  const sets = Object.keys(write.values ?? {}).map((c) => quoteIdentifier(c, 'value column'));
-  if (keys.length === 0) {
-    throw new InvalidArgumentError(
-      `invalid key {} for table ${table}: allowed: one or more columns of a unique constraint`,
-    );
-  }
-  const columns = [...keys, ...sets, fence];
-  const updates = [...sets, fence].map((c) => `${c} = excluded.${c}`);
-  // Unqualified columns in the DO UPDATE clause name the existing row.
-  const upsert =
-    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ` +
-    `ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')} ` +
-    `WHERE ${fence} IS NULL OR ${fence} <= excluded.${fence}`;
+  const fenceColumn = write.fenceColumn ?? sqliteDefaults.fenceColumn;
+  const statements = sql.fencedRowSQL('sqlite', {
+    table: write.table,
+    keyColumns: Object.keys(write.key),
+    valueColumns: Object.keys(write.values ?? {}),
+    fenceColumn,
+  });
+  checkTokenColumn(db, write.table, fenceColumn);
   const keyValues = Object.values(write.key);
-  const info = prepare(db, upsert).run(...keyValues, ...Object.values(write.values ?? {}), token);
-  if (info.changes === 1) return;
-  const where = keys.map((c) => `${c} = ?`).join(' AND ');
-  const row = prepare(db, `SELECT ${fence} AS fence FROM ${table} WHERE ${where}`).get(
-    ...keyValues,
-  ) as { fence: bigint | null } | undefined;
+  const params = [...keyValues, ...Object.values(write.values ?? {}), token, token];
+  if (prepare(db, statements.upsert).run(...params).changes === 1) return;
+  const row = prepare(db, statements.select).get(...keyValues) as
+    { fence: string | null } | undefined;
   const name =
     write.resource ??
     `${write.table}[${Object.entries(write.key)
       .map(([c, v]) => `${c}=${String(v)}`)
       .join(',')}]`;
-  throw new StaleTokenError(name, token, row?.fence ?? undefined);
+  throw new StaleTokenError(name, token, toToken(row?.fence));
 }
 
-export interface WithFenceOptions {
-  /** The fence table, created with {@link fenceTableDDL}. Default `leasehold_fence`. */
-  table?: string;
-}
+/** `{ resource, token }` and the fence table. */
+export interface WithFenceOptions extends Fence, FenceTableOptions {}
 
 /**
  * Runs `statements` in one `db.transaction` that first advances `resource`'s highest token in
@@ -122,29 +125,26 @@ export interface WithFenceOptions {
  * SQLITE_BUSY when upgrading a read. Inside an open transaction it nests as a savepoint.
  * On a stale token nothing runs and nothing changes; if `statements` throw, everything rolls back.
  *
+ * @throws InvalidArgumentError when the fence table's `token` lacks INTEGER affinity, or when
+ *   `statements` returns a Promise (a better-sqlite3 transaction cannot span an `await`).
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
  */
 export function withFence<T>(
   db: SqliteDatabase,
-  resource: string,
-  token: TokenInput,
+  options: WithFenceOptions,
   statements: (db: SqliteDatabase) => T,
-  options: WithFenceOptions = {},
 ): T {
-  checkResource(resource);
-  const t = parseToken(token);
-  const table = quoteIdentifier(options.table ?? sqliteDefaults.fenceTable, 'fence table', true);
-  const advance = prepare(
-    db,
-    `INSERT INTO ${table} (resource, token) VALUES (?, ?) ` +
-      `ON CONFLICT (resource) DO UPDATE SET token = excluded.token WHERE token <= excluded.token`,
-  );
-  const current = prepare(db, `SELECT token FROM ${table} WHERE resource = ?`);
+  const { resource, token } = checkFence(options);
+  const table = options.table ?? sqliteDefaults.fenceTable;
+  const fences = sql.fenceTableSQL('sqlite', table);
+  checkTokenColumn(db, table, 'token');
+  const advance = prepare(db, fences.advance);
+  const current = prepare(db, fences.select);
   return db
     .transaction(() => {
-      if (advance.run(resource, t).changes !== 1) {
-        const row = current.get(resource) as { token: bigint } | undefined;
-        throw new StaleTokenError(resource, t, row?.token);
+      if (advance.run(resource, token, token).changes !== 1) {
+        const row = current.get(resource) as { token: string } | undefined;
+        throw new StaleTokenError(resource, token, toToken(row?.token));
       }
       const result = statements(db);
       if (result instanceof Promise) {
@@ -158,23 +158,16 @@ export function withFence<T>(
     .immediate();
 }
 
+function toToken(text: string | null | undefined): bigint | undefined {
+  return text === null || text === undefined ? undefined : BigInt(text);
+}
+
 export type SqliteStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link sqliteStore}: its value table, plus the fence table when it uses one. */
 export function sqliteStoreDDL(options: SqliteStoreOptions = {}): string[] {
-  const values = quoteIdentifier(
-    options.valueTable ?? sqliteDefaults.valueTable,
-    'value table',
-    true,
-  );
-  const ddl = [
-    `CREATE TABLE IF NOT EXISTS ${values} (\n` +
-      `  resource TEXT PRIMARY KEY NOT NULL,\n` +
-      `  value TEXT NOT NULL,\n` +
-      `  fence INTEGER NOT NULL\n` +
-      `) STRICT`,
-  ];
-  if (options.via === 'fence-table') ddl.push(fenceTableDDL(options.fenceTable));
+  const ddl = [sql.valueTableDDL('sqlite', options.valueTable ?? sqliteDefaults.valueTable)];
+  if (options.via === 'fence-table') ddl.push(fenceTableDDL({ table: options.fenceTable }));
   return ddl;
 }
 
@@ -182,50 +175,37 @@ export function sqliteStoreDDL(options: SqliteStoreOptions = {}): string[] {
 export function sqliteStore(db: SqliteDatabase, options: SqliteStoreOptions = {}): FencedStore {
   const valueTable = options.valueTable ?? sqliteDefaults.valueTable;
   const fenceTable = options.fenceTable ?? sqliteDefaults.fenceTable;
-  const values = quoteIdentifier(valueTable, 'value table', true);
-  const fences = quoteIdentifier(fenceTable, 'fence table', true);
+  const values = sql.valueTableSQL('sqlite', valueTable);
+  const fences = sql.fenceTableSQL('sqlite', fenceTable);
   const viaTable = options.via === 'fence-table';
 
   return {
-    async write(resource, token, value) {
-      checkResource(resource);
+    async write(write) {
+      const { resource, token } = checkFence(write);
       if (!viaTable) {
         upsertFencedRow(db, {
           table: valueTable,
           key: { resource },
-          values: { value },
+          values: { value: write.value },
           token,
           resource,
         });
         return;
       }
-      const t = parseToken(token);
-      withFence(
-        db,
-        resource,
-        t,
-        () => {
-          prepare(
-            db,
-            `INSERT INTO ${values} (resource, value, fence) VALUES (?, ?, ?) ` +
-              `ON CONFLICT (resource) DO UPDATE SET value = excluded.value, fence = excluded.fence`,
-          ).run(resource, value, t);
-        },
-        { table: fenceTable },
-      );
+      withFence(db, { resource, token, table: fenceTable }, () => {
+        prepare(db, values.write).run(resource, write.value, token);
+      });
     },
-    async read(resource): Promise<FencedValue | undefined> {
-      const row = prepare(db, `SELECT value, fence FROM ${values} WHERE resource = ?`).get(
-        checkResource(resource),
-      ) as { value: string; fence: bigint } | undefined;
-      return row === undefined ? undefined : { value: row.value, token: row.fence };
+    async read(resource) {
+      const row = prepare(db, values.read).get(checkResource(resource)) as
+        { value: string; token: string } | undefined;
+      return row === undefined ? undefined : { value: row.value, token: BigInt(row.token) };
     },
     async highestToken(resource) {
-      const sql = viaTable
-        ? `SELECT token FROM ${fences} WHERE resource = ?`
-        : `SELECT fence AS token FROM ${values} WHERE resource = ?`;
-      const row = prepare(db, sql).get(checkResource(resource)) as { token: bigint } | undefined;
-      return row?.token;
+      const row = prepare(db, viaTable ? fences.select : values.read).get(
+        checkResource(resource),
+      ) as { token: string } | undefined;
+      return toToken(row?.token);
     },
   };
 }

@@ -1,0 +1,130 @@
+/**
+ * The fence README's examples are programs, not sketches: every `ts` block that starts with an
+ * import must type-check as written against the built package, and the quick start must run
+ * against real etcd and PostgreSQL.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sharedEndpoints } from '../setup/etcd.js';
+import { describeWith, findPostgres, pgPool, uniqueName, type PgPool } from './stores.js';
+
+const fenceDir = fileURLToPath(new URL('../../packages/fence/', import.meta.url));
+const readme = readFileSync(`${fenceDir}README.md`, 'utf8');
+const programs = [...readme.matchAll(/```ts\n(import [\s\S]*?)```/g)].map((m) => m[1]!);
+
+/** Type-checks `code` as if it were a module inside packages/fence (so its imports resolve). */
+function typeErrors(code: string): string[] {
+  const file = `${fenceDir}readme-example.mts`;
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: ['node'],
+  };
+  const host = ts.createCompilerHost(options);
+  const onDisk = { ...host };
+  host.getCurrentDirectory = () => fileURLToPath(new URL('../../', import.meta.url));
+  host.fileExists = (name) => name === file || onDisk.fileExists(name);
+  host.readFile = (name) => (name === file ? code : onDisk.readFile(name));
+  host.getSourceFile = (name, version, ...rest) =>
+    name === file
+      ? ts.createSourceFile(name, code, version)
+      : onDisk.getSourceFile(name, version, ...rest);
+  const program = ts.createProgram([file], options, host);
+  return ts
+    .getPreEmitDiagnostics(program)
+    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+}
+
+describe('fence README', () => {
+  it('has a quick start and examples for Redis, etcd and the conformance suite', () => {
+    expect(programs.length).toBeGreaterThanOrEqual(4);
+    expect(programs[0]).toContain("from '@leasehold/fence/postgres'");
+  });
+
+  it('has a heading for every runtime export of every entry point', async () => {
+    const headings = readme.split('\n').filter((line) => line.startsWith('### '));
+    const entries = ['', '/memory', '/postgres', '/redis', '/sqlite', '/etcd', '/conformance'];
+    const missing: string[] = [];
+    for (const entry of entries) {
+      const module = (await import(`@leasehold/fence${entry}`)) as Record<string, unknown>;
+      for (const name of Object.keys(module)) {
+        const named = new RegExp('`' + name + '(\\(|`)');
+        if (!headings.some((h) => named.test(h))) missing.push(`@leasehold/fence${entry} ${name}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("names core's real API and says the package is ESM only", () => {
+    expect(readme).not.toMatch(/Mutex/);
+    expect(readme).toContain('client.withLock(name, fn)');
+    expect(readme).toContain('ESM only');
+  });
+
+  it.each(programs.map((code, i) => [i, code.split('\n', 1)[0], code] as const))(
+    'example %i (%s ...) type-checks as written',
+    (_i, _first, code) => {
+      expect(typeErrors(code)).toEqual([]);
+    },
+    30_000,
+  );
+});
+
+describeWith(await findPostgres(), 'fence README quick start', (url) => {
+  // The quick start names its own tables; a schema of this test's own keeps them apart.
+  const schema = uniqueName('readme');
+  let admin: PgPool;
+  beforeAll(async () => {
+    admin = pgPool(url, 1);
+    await admin.query(`CREATE SCHEMA "${schema}"`);
+  });
+  afterAll(async () => {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+
+  it('runs as written against etcd and PostgreSQL', async () => {
+    const js = ts.transpileModule(programs[0]!, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
+    const withSchema = new URL(url);
+    withSchema.searchParams.set('options', `-c search_path=${schema}`);
+    const { code, output } = await runModule(js, {
+      DATABASE_URL: withSchema.toString(),
+      ETCD_ENDPOINTS: sharedEndpoints().join(','),
+    });
+    expect(output).toContain('invoice 42 sent');
+    expect(code, output).toBe(0);
+    const invoices = await admin.query(`SELECT id, sent FROM "${schema}".invoices`);
+    expect(invoices.rows).toEqual([{ id: 42, sent: true }]);
+    const fences = await admin.query(`SELECT resource FROM "${schema}".leasehold_fence`);
+    expect(fences.rows).toEqual([{ resource: 'invoice-42' }]);
+  });
+});
+
+/** Runs ES module source with Node from packages/fence, where the README's imports resolve. */
+function runModule(
+  source: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module'], {
+      cwd: fenceDir,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, output }));
+    child.stdin.end(source);
+  });
+}

@@ -1,0 +1,57 @@
+import type { Leasehold } from '@leasehold/core';
+import { describe, expect, it } from 'vitest';
+import { isInvalidArgumentError, isInvalidTokenError } from './errors.js';
+import { etcdStore, fencedTxn, padToken } from './etcd.js';
+
+// Validation happens before the client is touched, so a stand-in client is enough here; the
+// transaction itself is tested against etcd in integration/fence/etcd.test.ts.
+const client = {} as Leasehold;
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (err: unknown) => err,
+  );
+}
+
+describe('etcd fence', () => {
+  it('pads tokens to 20 digits so byte order is numeric order', () => {
+    expect(padToken(99n) < padToken(100n)).toBe(true);
+    expect(padToken(9223372036854775807n)).toBe('09223372036854775807');
+  });
+
+  it('keeps fence and value keys under the prefix, resource names encoded', () => {
+    const store = etcdStore(client, { prefix: '/app/' });
+    expect(store.fenceKey('jobs/a b')).toBe('/app/token/jobs%2Fa%20b');
+    expect(store.valueKey('jobs')).toBe('/app/value/jobs');
+    expect(etcdStore(client).prefix).toBe('/leasehold/fence/');
+  });
+
+  it.each<[string, object, RegExp]>([
+    ['a NUL in the prefix', { prefix: 'a\0b' }, /invalid prefix "a\\u0000b": allowed/],
+    ['a prefix of another type', { prefix: 7 }, /invalid prefix of type number/],
+    ['a zero timeout', { timeoutMs: 0 }, /invalid timeoutMs 0: allowed: a positive integer/],
+  ])('refuses %s', (_label, options, message) => {
+    expect(() => etcdStore(client, options)).toThrow(message);
+  });
+
+  it('validates the token, the resource and the ops before calling etcd', async () => {
+    const txn = { resource: 'r', token: 1n, ops: [{ type: 'put' as const, key: 'k', value: 'v' }] };
+    expect(isInvalidTokenError(await rejection(fencedTxn(client, { ...txn, token: 0n })))).toBe(
+      true,
+    );
+    expect(
+      isInvalidArgumentError(await rejection(fencedTxn(client, { ...txn, resource: '' }))),
+    ).toBe(true);
+    const noOps = await rejection(fencedTxn(client, { ...txn, ops: [] }));
+    expect((noOps as Error).message).toMatch(/invalid ops \[\]: allowed: a non-empty array/);
+    const badOp = await rejection(
+      fencedTxn(client, { ...txn, ops: [{ type: 'put', key: 'k' } as never] }),
+    );
+    expect((badOp as Error).message).toMatch(
+      /invalid ops\[0\] \(type "put", value of type undefined\): allowed/,
+    );
+  });
+});
