@@ -109,3 +109,13 @@ export function etcdClient(endpoints: string[] | string): Etcd3 {
 export function deadlineIn(ms: number): { deadline: Date } {
   return { deadline: new Date(Date.now() + ms) };
 }
+
+/**
+ * Listens for a client's background clean-up failures (expected in tests that cut the network).
+ * Tolerates a client without the event so a test can also be run against an older build.
+ */
+export function onCleanup(client: object, listener: (error: Error) => void): void {
+  (client as { onCleanupError?: (fn: (error: Error) => void) => unknown }).onCleanupError?.(
+    listener,
+  );
+}

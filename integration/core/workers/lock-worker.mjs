@@ -5,8 +5,8 @@ import { connect } from '@leasehold/core';
 import { Etcd3 } from 'etcd3';
 
 const [endpoints, ttlSeconds] = [process.argv[2], Number(process.argv[3] ?? 2)];
-const client = await connect({ endpoints, session: { ttlSeconds } });
-const etcd = new Etcd3({ hosts: endpoints });
+const client = await connect({ endpoints: endpoints.split(','), session: { ttlSeconds } });
+const etcd = new Etcd3({ hosts: endpoints.split(',') });
 const locks = new Map();
 const send = (msg) => process.stdout.write(`${JSON.stringify(msg)}\n`);
 

@@ -1,20 +1,31 @@
-import { systemClock, type Clock } from './clock.js';
-import { ClientClosedError, ClusterChangedError, InvalidArgumentError } from './errors.js';
-import { EtcdTransport } from './etcd.js';
-import { KeyWatch } from './key-watch.js';
-import { Lock, type AcquireOptions, type LockContext, type TryAcquireOptions } from './lock.js';
-import { acquireLock } from './mutex.js';
+import { raceSignal, systemClock, type Clock } from './clock.js';
+import type { LeaseholdError } from './errors.js';
+import { Etcd } from './etcd.js';
+import { Listeners } from './latch.js';
+import {
+  acquire,
+  tryAcquire,
+  type AcquireOptions,
+  type Lock,
+  type LockContext,
+  type TryAcquireOptions,
+} from './mutex.js';
 import {
   defaults,
-  describe,
+  invalid,
   validateAttempts,
+  validateAuth,
   validateDurationMs,
   validateEndpoints,
   validatePrefix,
+  validateSignal,
+  validateTls,
   type AuthOptions,
   type TlsOptions,
 } from './options.js';
-import { Session, type SessionOptions } from './session.js';
+import { Queue } from './queue.js';
+import { Session, sessionSettings, type SessionOptions } from './session.js';
+import { Watch } from './watch.js';
 
 export interface ConnectOptions {
   /** `http(s)://host:port` of one or more etcd members (a comma-separated string works too). */
@@ -23,7 +34,7 @@ export interface ConnectOptions {
   tls?: TlsOptions;
   /** etcd username/password authentication. */
   auth?: AuthOptions;
-  /** How long `connect()` waits for etcd to answer. Default 5000. */
+  /** How long `connect()` keeps trying to reach etcd. Default 5000. */
   dialTimeoutMs?: number;
   /** Deadline of each etcd call. Default 5000. */
   callTimeoutMs?: number;
@@ -31,180 +42,182 @@ export interface ConnectOptions {
   maxAttempts?: number;
   /** Key prefix for locks. Default `/leasehold/lock/`. */
   lockPrefix?: string;
+  /** How often the client proves its watch is alive and caught up. Default 5000. */
+  recheckIntervalMs?: number;
   /** Options of the shared session that locks use unless given one. */
   session?: Omit<SessionOptions, 'signal'>;
-  /** Aborting it closes the client. */
+  /** Aborting it cancels `connect()`, or closes the client once connected. */
   signal?: AbortSignal;
   /** @internal Injected by tests for timing maths. */
   clock?: Clock;
 }
 
 /**
- * Connects to etcd and waits for an answer, failing within `dialTimeoutMs` with the list of
- * endpoints tried. The cluster id seen here is the one every later response must carry.
+ * Connects to etcd: keeps trying until a read under `lockPrefix` answers or `dialTimeoutMs`
+ * passes. Wrong credentials fail here with `AuthError`, a missing permission with
+ * `EtcdRequestError`, no answer with `ConnectError`. The cluster id and revision seen here are
+ * what every later answer is checked against.
  */
 export async function connect(options: ConnectOptions): Promise<Leasehold> {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError(`connect() needs an options object, got ${describe(options)}`);
-  }
+  if (typeof options !== 'object' || options === null)
+    throw invalid('options', 'an object', options);
+  const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
+    validateDurationMs(name, options[name] ?? defaults[name]);
   const endpoints = validateEndpoints(options.endpoints);
-  const dialTimeoutMs = validateDurationMs(
-    'dialTimeoutMs',
-    options.dialTimeoutMs ?? defaults.dialTimeoutMs,
-  );
-  const callTimeoutMs = validateDurationMs(
-    'callTimeoutMs',
-    options.callTimeoutMs ?? defaults.callTimeoutMs,
-  );
-  const maxAttempts = validateAttempts(options.maxAttempts ?? defaults.maxAttempts);
-  const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
-  const signal = options.signal;
-  signal?.throwIfAborted();
-  if (options.tls && endpoints.some((e) => e.startsWith('http:'))) {
-    throw new InvalidArgumentError(
-      `tls is set but endpoints use http (${endpoints.join(', ')}); use https:// endpoints`,
-    );
-  }
-  const transport = await EtcdTransport.open({
+  const etcdOptions = {
     endpoints,
-    dialTimeoutMs,
-    callTimeoutMs,
-    maxAttempts,
-    tls: options.tls,
-    auth: options.auth,
-  });
-  const client = Leasehold.open(
-    transport,
+    dialTimeoutMs: ms('dialTimeoutMs'),
+    callTimeoutMs: ms('callTimeoutMs'),
+    maxAttempts: validateAttempts(options.maxAttempts ?? defaults.maxAttempts),
+    tls: validateTls(options.tls, endpoints),
+    auth: validateAuth(options.auth),
+  };
+  const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
+  const recheckIntervalMs = ms('recheckIntervalMs');
+  const shared = { ...sessionSettings(options.session ?? {}, 'session').options };
+  const signal = validateSignal(options.signal);
+  signal?.throwIfAborted();
+  const etcd = await Etcd.open(etcdOptions, lockPrefix, signal);
+  const client = new Leasehold(
+    etcd,
     options.clock ?? systemClock,
     lockPrefix,
-    options.session ?? {},
+    recheckIntervalMs,
+    shared,
   );
   signal?.addEventListener('abort', () => void client.close(), { once: true });
   return client;
 }
 
-/** A connection to one etcd cluster. Sessions, locks and elections are made from it. */
+/** A connection to one etcd cluster. Sessions and locks are made from it. */
 export class Leasehold implements AsyncDisposable {
-  #shared: Promise<Session> | undefined;
-  #clusterChange: ClusterChangedError | undefined;
-  readonly #sessions = new Set<Session>();
-  #closed = false;
   /** @internal */
-  readonly transport: EtcdTransport;
+  readonly etcd: Etcd;
   /** @internal */
   readonly clock: Clock;
-  /** @internal One watch over the lock prefix for every lock held through this client. */
-  readonly keyWatch: KeyWatch;
+  /** @internal The lock queues, on one watch over the lock prefix. */
+  readonly locks: Queue;
   /** Key prefix of this client's locks. */
   readonly lockPrefix: string;
-  readonly #sharedSessionOptions: Omit<SessionOptions, 'signal'>;
-
-  private constructor(
-    transport: EtcdTransport,
-    clock: Clock,
-    lockPrefix: string,
-    sharedSessionOptions: Omit<SessionOptions, 'signal'>,
-  ) {
-    this.transport = transport;
-    this.clock = clock;
-    this.lockPrefix = lockPrefix;
-    this.#sharedSessionOptions = sharedSessionOptions;
-    this.keyWatch = new KeyWatch(transport, lockPrefix);
-    transport.onClusterChanged((expected, actual) => {
-      this.#clusterChange ??= new ClusterChangedError(0n, expected, actual);
-    });
-  }
+  readonly #watch: Watch;
+  readonly #sharedOptions: Omit<SessionOptions, 'signal'>;
+  readonly #sessions = new Set<Session>();
+  readonly #cleanupErrors = new Listeners<LeaseholdError>();
+  #shared: Session | undefined;
+  #sharedPending: Promise<Session> | undefined;
+  #closing: Promise<void> | undefined;
 
   /** @internal Use {@link connect}. */
-  static open(
-    transport: EtcdTransport,
+  constructor(
+    etcd: Etcd,
     clock: Clock,
     lockPrefix: string,
-    sharedSessionOptions: Omit<SessionOptions, 'signal'>,
-  ): Leasehold {
-    return new Leasehold(transport, clock, lockPrefix, sharedSessionOptions);
+    recheckIntervalMs: number,
+    sharedOptions: Omit<SessionOptions, 'signal'>,
+  ) {
+    this.etcd = etcd;
+    this.clock = clock;
+    this.lockPrefix = lockPrefix;
+    this.#sharedOptions = sharedOptions;
+    this.#watch = new Watch(etcd, clock, lockPrefix, recheckIntervalMs);
+    this.locks = new Queue(etcd, this.#watch, clock, (error) => this.#report(error));
   }
 
   /** The etcd cluster id recorded on first contact (decimal). */
   get clusterId(): string {
-    return this.transport.clusterId;
+    return this.etcd.clusterId;
   }
 
   /** Grants a new lease and keeps it alive until closed or lost. */
   async session(options?: SessionOptions): Promise<Session> {
-    this.assertUsable();
-    const session = await Session.create(this.transport, this.clock, options);
+    this.etcd.assertUsable();
+    const session = await Session.create(this.etcd, this.clock, (e) => this.#report(e), options);
+    if (this.#closing) {
+      await session.close();
+      this.etcd.assertUsable();
+    }
     this.#sessions.add(session);
-    session.onLost(() => this.#sessions.delete(session));
+    session.signal.addEventListener('abort', () => this.#sessions.delete(session), { once: true });
     return session;
   }
 
   /**
    * The session locks use when none is given: one lease and one keepalive stream for every hold
-   * in the process. After it is lost, the next call grants a fresh one.
+   * in the process. After it is lost, the next call grants one fresh lease, however many calls
+   * ask at once. `signal` only stops this caller's wait; the grant goes on for the others.
    */
-  sharedSession(): Promise<Session> {
-    this.assertUsable();
+  sharedSession(signal?: AbortSignal): Promise<Session> {
+    this.etcd.assertUsable();
     const current = this.#shared;
-    if (current) {
-      return current.then(
-        (s) => (s.isLost ? this.#newShared() : s),
-        () => this.#newShared(),
-      );
-    }
-    return this.#newShared();
-  }
-
-  #newShared(): Promise<Session> {
-    const next = this.session(this.#sharedSessionOptions);
-    this.#shared = next;
-    return next;
+    if (current && !current.isLost) return Promise.resolve(current);
+    this.#sharedPending ??= this.session(this.#sharedOptions)
+      .then((session) => (this.#shared = session))
+      .finally(() => (this.#sharedPending = undefined));
+    return signal ? raceSignal(this.#sharedPending, signal) : this.#sharedPending;
   }
 
   /**
    * Waits for the lock `name` and returns it held. Waiting is FIFO. Rejects with `signal.reason`
-   * on abort, with `LockTimeoutError` after `timeoutMs`, with `LeaseLostError` if the session is
-   * lost while waiting.
+   * on abort, with `LockTimeoutError` after `timeoutMs`, with the session's `LeaseLostError` if
+   * it is lost while waiting; the waiter's key is then removed.
    */
-  async acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
-    return acquireLock(this, name, options, true);
+  acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
+    return acquire(this, name, options);
   }
 
   /** Takes the lock only if it is free now; otherwise rejects with `LockTakenError`. */
-  async tryAcquire(name: string, options: TryAcquireOptions = {}): Promise<Lock> {
-    return acquireLock(this, name, options, false);
+  tryAcquire(name: string, options: TryAcquireOptions = {}): Promise<Lock> {
+    return tryAcquire(this, name, options);
   }
 
-  /** Runs `fn` holding the lock `name` and always releases it, also when `fn` throws. */
+  /**
+   * Runs `fn` holding the lock `name` and releases it afterwards. Returns what `fn` returns or
+   * rethrows what it throws: a failure to release never replaces `fn`'s outcome (it is reported
+   * through {@link onCleanupError} while the release goes on in the background).
+   */
   async withLock<T>(
     name: string,
     fn: (lock: LockContext) => Promise<T> | T,
     options: AcquireOptions = {},
   ): Promise<T> {
     if (typeof fn !== 'function') {
-      throw new InvalidArgumentError(`withLock needs a function to run, got ${describe(fn)}`);
+      throw invalid('withLock fn', 'a function to run while holding the lock', fn);
     }
     const lock = await this.acquire(name, options);
     try {
       return await fn({ token: lock.token, signal: lock.signal, lock });
     } finally {
-      await lock.release();
+      await lock.release().catch((err: LeaseholdError) => this.#report(err));
     }
   }
 
-  /** @internal Throws if the client is closed or saw its cluster change. */
-  assertUsable(): void {
-    if (this.#clusterChange) throw this.#clusterChange;
-    if (this.#closed) throw new ClientClosedError();
+  /**
+   * Calls `listener` when clean-up that goes on in the background fails: removing a released or
+   * withdrawn lock key, revoking a lost or closed session's lease. Each is retried until done or
+   * its session ends. Without listeners these are emitted as process warnings
+   * (`LEASEHOLD_CLEANUP`), never dropped.
+   */
+  onCleanupError(listener: (error: LeaseholdError) => void): Disposable {
+    return this.#cleanupErrors.add(listener);
   }
 
-  /** Closes every session made from this client (revoking their leases), then the connection. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await Promise.all([...this.#sessions].map((s) => s.close()));
-    this.keyWatch.close();
-    this.transport.close();
+  #report(error: LeaseholdError): void {
+    if (this.#cleanupErrors.size > 0) return this.#cleanupErrors.emit(error);
+    process.emitWarning(error.message, { code: 'LEASEHOLD_CLEANUP' });
+  }
+
+  /**
+   * Closes every session made from the client (revoking their leases, each bounded by
+   * `callTimeoutMs`), then the watch and the connection. Afterwards nothing of the client keeps
+   * the process alive, whatever state etcd is in. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+      this.#watch.close();
+      this.etcd.close();
+    })();
+    return this.#closing;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -1,15 +1,18 @@
 /**
- * Every error leasehold throws extends {@link LeaseholdError}: it has a stable `code`, a `name`
+ * Every error leasehold's core throws extends {@link LeaseholdError}: a stable `code`, a `name`
  * equal to its class name, and the underlying failure as `cause`.
  *
  * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
- * `Symbol.for`, so they keep working when two copies of the package are installed.
+ * `Symbol.for`, so they keep working when two copies of the package are installed. The brand is
+ * core's own; errors of `@leasehold/fence` carry a different one, so no guard answers for the
+ * other package's errors.
  */
-const BRAND = Symbol.for('leasehold.error');
+const BRAND = Symbol.for('leasehold.core.error');
 
 export type LeaseholdErrorCode =
   | 'INVALID_ARGUMENT'
   | 'CONNECT_FAILED'
+  | 'AUTH_FAILED'
   | 'ETCD_UNAVAILABLE'
   | 'ETCD_REQUEST_FAILED'
   | 'LEASE_LOST'
@@ -32,54 +35,48 @@ export class LeaseholdError extends Error {
   }
 }
 
-function hasCode(err: unknown, code?: LeaseholdErrorCode): err is LeaseholdError {
-  if (typeof err !== 'object' || err === null || !(BRAND in err)) return false;
-  return code === undefined || (err as Record<symbol, unknown>)[BRAND] === code;
+/** A leasehold error class that only carries a message (and a cause). */
+function plain(code: LeaseholdErrorCode) {
+  return class extends LeaseholdError {
+    constructor(message: string, options?: { cause?: unknown }) {
+      super(code, message, options);
+    }
+  };
 }
 
 /** Bad input: the message names the value and what is allowed. Thrown where the call is made. */
-export class InvalidArgumentError extends LeaseholdError {
-  constructor(message: string) {
-    super('INVALID_ARGUMENT', message);
-  }
-}
+export class InvalidArgumentError extends plain('INVALID_ARGUMENT') {}
 
-/** No endpoint answered within the dial timeout. */
-export class ConnectError extends LeaseholdError {
+/** No endpoint answered within `dialTimeoutMs`; `endpoints` lists what was tried. */
+export class ConnectError extends plain('CONNECT_FAILED') {
   constructor(
     message: string,
     readonly endpoints: readonly string[],
     options?: { cause?: unknown },
   ) {
-    super('CONNECT_FAILED', message, options);
+    super(message, options);
   }
 }
 
-/** An etcd call failed after its deadline and any retries that were safe to make. */
-export class EtcdUnavailableError extends LeaseholdError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ETCD_UNAVAILABLE', message, options);
-  }
-}
+/** etcd refused the credentials (wrong or missing user or password); retrying will not help. */
+export class AuthError extends plain('AUTH_FAILED') {}
 
-/** etcd refused a request (permission denied, bad request, ...): retrying will not help. */
-export class EtcdRequestError extends LeaseholdError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ETCD_REQUEST_FAILED', message, options);
-  }
-}
+/** etcd did not answer (no connection, or not before the call's deadline) after every safe retry. */
+export class EtcdUnavailableError extends plain('ETCD_UNAVAILABLE') {}
 
-/** Why a session stopped being trustworthy. */
-export type LeaseLostReason = 'deadline' | 'gone' | 'cluster-changed' | 'closed';
+/** etcd answered with a refusal (permission denied, bad request, ...): retrying will not help. */
+export class EtcdRequestError extends plain('ETCD_REQUEST_FAILED') {}
 
 /**
- * The session's lease can no longer be trusted to be alive. `reason` says why:
+ * Why a session stopped being trustworthy:
  * - `deadline`: no keepalive answer arrived before the local deadline;
- * - `gone`: etcd answered TTL <= 0 / "lease not found": it expired on the server or someone
- *   else revoked it (etcd does not say which);
- * - `cluster-changed`: a response came from a different etcd cluster ({@link ClusterChangedError});
- * - `closed`: the session was closed by its owner ({@link SessionClosedError}).
+ * - `gone`: etcd says the lease no longer exists (it expired, or someone revoked it);
+ * - `cluster-changed`: a {@link ClusterChangedError};
+ * - `closed`: its owner closed it ({@link SessionClosedError}).
  */
+export type LeaseLostReason = 'deadline' | 'gone' | 'cluster-changed' | 'closed';
+
+/** The session's lease can no longer be trusted to be alive; `reason` says why. */
 export class LeaseLostError extends LeaseholdError {
   constructor(
     readonly reason: LeaseLostReason,
@@ -95,40 +92,36 @@ export class LeaseLostError extends LeaseholdError {
 /** The session was closed by its owner. A {@link LeaseLostError} with reason `closed`. */
 export class SessionClosedError extends LeaseLostError {
   constructor(leaseId: bigint) {
-    super(
-      'closed',
-      leaseId,
-      `session for lease ${leaseId.toString(16)} was closed`,
-      undefined,
-      'SESSION_CLOSED',
-    );
+    const message = `session for lease ${leaseId.toString(16)} was closed`;
+    super('closed', leaseId, message, undefined, 'SESSION_CLOSED');
   }
 }
 
 /**
- * etcd answered with a different cluster id than on first contact: the cluster was rebuilt or
- * restored from a snapshot, revisions restarted, and tokens from it would not be comparable.
+ * The etcd cluster is not the one the client first met: it answered with another cluster id
+ * (rebuilt), or with a revision lower than one already seen (restored from a snapshot). Revisions
+ * (fencing tokens) from before and after are not comparable, so the client stops issuing tokens
+ * for good. `leaseId` is 0 on the client-wide error; each session's copy names its lease.
  */
 export class ClusterChangedError extends LeaseLostError {
   constructor(
     leaseId: bigint,
-    readonly expectedClusterId: string,
-    readonly actualClusterId: string,
+    /** What changed, in plain words. */
+    readonly detail: string,
+    options?: { cause?: unknown },
   ) {
-    super(
-      'cluster-changed',
-      leaseId,
-      `etcd cluster id changed from ${expectedClusterId} to ${actualClusterId}: the cluster was rebuilt or restored, so revisions (fencing tokens) restarted; this session stops issuing tokens`,
-      undefined,
-      'CLUSTER_CHANGED',
-    );
+    const message =
+      `the etcd cluster changed: ${detail}. Revisions (fencing tokens) from before and after ` +
+      'are not comparable, so this client issues no more tokens; connect() again once the ' +
+      'cluster is trusted';
+    super('cluster-changed', leaseId, message, options, 'CLUSTER_CHANGED');
   }
 }
 
 /** The client was closed; make a new one with `connect()`. */
-export class ClientClosedError extends LeaseholdError {
+export class ClientClosedError extends plain('CLIENT_CLOSED') {
   constructor() {
-    super('CLIENT_CLOSED', 'this leasehold client is closed; connect() again to make a new one');
+    super('this leasehold client is closed; connect() again to make a new one');
   }
 }
 
@@ -146,7 +139,7 @@ export class LockTakenError extends LeaseholdError {
   }
 }
 
-/** `acquire` waited `timeoutMs` without getting the lock; its place in the queue was removed. */
+/** `acquire` waited `timeoutMs` without getting the lock; its place in the queue is removed. */
 export class LockTimeoutError extends LeaseholdError {
   constructor(
     readonly lockName: string,
@@ -180,7 +173,7 @@ export class LockLostError extends LeaseholdError {
   }
 }
 
-/** The lock was released by its holder; its guard helpers no longer write. */
+/** The lock was released by its holder; its write helpers no longer write. */
 export class LockReleasedError extends LeaseholdError {
   constructor(
     readonly key: string,
@@ -190,17 +183,29 @@ export class LockReleasedError extends LeaseholdError {
   }
 }
 
-export const isLeaseholdError = (err: unknown): err is LeaseholdError => hasCode(err);
-export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
-  hasCode(err, 'INVALID_ARGUMENT');
-export const isLeaseLostError = (err: unknown): err is LeaseLostError =>
-  hasCode(err, 'LEASE_LOST') || hasCode(err, 'SESSION_CLOSED') || hasCode(err, 'CLUSTER_CHANGED');
-export const isClusterChangedError = (err: unknown): err is ClusterChangedError =>
-  hasCode(err, 'CLUSTER_CHANGED');
-export const isConnectError = (err: unknown): err is ConnectError => hasCode(err, 'CONNECT_FAILED');
-export const isLockTakenError = (err: unknown): err is LockTakenError => hasCode(err, 'LOCK_TAKEN');
-export const isLockLostError = (err: unknown): err is LockLostError => hasCode(err, 'LOCK_LOST');
-export const isLockTimeoutError = (err: unknown): err is LockTimeoutError =>
-  hasCode(err, 'LOCK_TIMEOUT');
-export const isLockReleasedError = (err: unknown): err is LockReleasedError =>
-  hasCode(err, 'LOCK_RELEASED');
+function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
+  return (err: unknown): err is E =>
+    typeof err === 'object' &&
+    err !== null &&
+    BRAND in err &&
+    (codes.length === 0 || codes.includes((err as Record<symbol, LeaseholdErrorCode>)[BRAND]!));
+}
+
+export const isLeaseholdError = guard<LeaseholdError>();
+export const isInvalidArgumentError = guard<InvalidArgumentError>('INVALID_ARGUMENT');
+export const isConnectError = guard<ConnectError>('CONNECT_FAILED');
+export const isAuthError = guard<AuthError>('AUTH_FAILED');
+export const isEtcdUnavailableError = guard<EtcdUnavailableError>('ETCD_UNAVAILABLE');
+export const isEtcdRequestError = guard<EtcdRequestError>('ETCD_REQUEST_FAILED');
+export const isLeaseLostError = guard<LeaseLostError>(
+  'LEASE_LOST',
+  'SESSION_CLOSED',
+  'CLUSTER_CHANGED',
+);
+export const isSessionClosedError = guard<SessionClosedError>('SESSION_CLOSED');
+export const isClusterChangedError = guard<ClusterChangedError>('CLUSTER_CHANGED');
+export const isClientClosedError = guard<ClientClosedError>('CLIENT_CLOSED');
+export const isLockTakenError = guard<LockTakenError>('LOCK_TAKEN');
+export const isLockTimeoutError = guard<LockTimeoutError>('LOCK_TIMEOUT');
+export const isLockLostError = guard<LockLostError>('LOCK_LOST');
+export const isLockReleasedError = guard<LockReleasedError>('LOCK_RELEASED');

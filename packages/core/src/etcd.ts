@@ -1,13 +1,19 @@
 /**
  * The one place that talks to etcd3. Everything above it sees plain data and leasehold errors.
  *
- * Policy decisions made here:
+ * Policy decided here:
  * - every unary call carries a gRPC deadline, so a frozen member costs one timeout, not a hang;
- * - only calls marked idempotent are retried (with jittered exponential backoff, a few attempts);
- *   a txn that timed out may have been applied, so re-sending a non-idempotent one is unsafe;
+ * - only calls marked idempotent are retried (jittered exponential backoff, a few attempts); a
+ *   txn that timed out may have been applied, so a non-idempotent one is re-sent only when the
+ *   request provably never left this process;
  * - each member sits behind a circuit breaker that half-opens after 250 ms, so a member that
- *   reset its connection is tried again almost at once (etcd3's default waits 5 s);
- * - every response header is checked against the cluster id seen at connect.
+ *   reset its connection is tried again almost at once (etcd3's default rests it 5 s);
+ * - cluster identity: every answer must carry the cluster id seen at connect, and a linearizable
+ *   answer must not carry a revision below the highest one known when its request was sent (a
+ *   snapshot restore with the same member settings keeps the cluster id but rewinds revisions).
+ *   Either breach ends the client for good with {@link ClusterChangedError}, and the answer is
+ *   never handed on;
+ * - streams are tracked, so `close()` leaves nothing running.
  */
 import {
   ConsecutiveBreaker,
@@ -23,21 +29,27 @@ import {
   Etcd3,
   isRecoverableError,
   type IOptions,
+  type IRangeRequest,
+  type IRangeResponse,
   type IResponseHeader,
-  type IRequestStream,
-  type IResponseStream,
-  type ILeaseKeepAliveRequest,
-  type ILeaseKeepAliveResponse,
+  type ITxnRequest,
+  type ITxnResponse,
 } from 'etcd3';
 import {
+  AuthError,
+  ClientClosedError,
+  ClusterChangedError,
   ConnectError,
   EtcdRequestError,
   EtcdUnavailableError,
   isLeaseholdError,
+  type LeaseholdError,
 } from './errors.js';
-import type { AuthOptions, TlsOptions } from './options.js';
+import { raceSignal, sleep, systemClock, type Clock } from './clock.js';
+import { Listeners } from './latch.js';
+import { tunables, type AuthOptions, type TlsOptions } from './options.js';
 
-export interface TransportOptions {
+export interface EtcdOptions {
   endpoints: string[];
   dialTimeoutMs: number;
   callTimeoutMs: number;
@@ -46,42 +58,125 @@ export interface TransportOptions {
   auth?: AuthOptions | undefined;
 }
 
-export type KeepAliveStream = IRequestStream<ILeaseKeepAliveRequest> &
-  IResponseStream<ILeaseKeepAliveResponse>;
+/** A gRPC stream as the SDK uses it: etcd3's duplex stream. */
+export interface Stream<Req, Res> {
+  write(item: Req): void;
+  end(): void;
+  cancel(): void;
+  on(event: 'data', fn: (item: Res) => void): unknown;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+  on(event: 'end', fn: () => void): unknown;
+}
 
-const isTransient = (err: Error) => isRecoverableError(err) || isBrokenCircuitError(err);
+const isRetryable = (err: Error) => isRecoverableError(err) || isBrokenCircuitError(err);
 
-/**
- * Failures that prove the request never left this process: an open circuit, or gRPC's "no
- * connection established" (the member refused the connection). Those are safe to retry even
- * for writes that are not idempotent.
- */
+/** Failures that prove the request never left: an open circuit, or a refused connection. */
 const wasNotSent = (err: Error) =>
   isBrokenCircuitError(err) ||
   (isRecoverableError(err) && err.message.includes('No connection established'));
 
-export class EtcdTransport {
+const AUTH_FAILURE =
+  /authentication failed|user name is empty|user name not found|invalid auth token|auth: revision/i;
+
+/** Where background clean-up reports what failed. */
+export type Report = (error: LeaseholdError) => void;
+
+/** etcd did not answer: worth trying again later. */
+export const isTransient = (err: unknown): boolean =>
+  isLeaseholdError(err) && err.code === 'ETCD_UNAVAILABLE';
+
+/** The client is closed or met another cluster: nothing more can be done through it. */
+export const isEnded = (err: unknown): boolean =>
+  isLeaseholdError(err) && (err.code === 'CLIENT_CLOSED' || err.code === 'CLUSTER_CHANGED');
+
+/**
+ * Clean-up that must happen even while etcd is away (a revoke, a key removal): runs `once` and
+ * returns; if that failed transiently, reports it once and keeps retrying in the background
+ * (backoff up to `retryMaxMs`) until it succeeds, `moot(err)` says it no longer matters, the
+ * client ends, `giveUp()` says stop, or etcd refuses outright (reported).
+ */
+export async function cleanUp(
+  clock: Clock,
+  report: Report,
+  what: string,
+  once: (attempt: number) => Promise<unknown>,
+  moot: (err?: unknown) => boolean = () => false,
+  giveUp: () => boolean = () => false,
+): Promise<void> {
+  const attempt = async (n: number): Promise<boolean> => {
+    if (moot()) return true;
+    try {
+      await once(n);
+      return true;
+    } catch (err) {
+      if (moot(err) || isEnded(err)) return true;
+      if (isTransient(err) && !giveUp()) return false;
+      report(err as LeaseholdError);
+      return true;
+    }
+  };
+  if (await attempt(0)) return;
+  report(new EtcdUnavailableError(`etcd ${what} failed; retrying in the background`));
+  void (async () => {
+    for (let n = 1, delay = tunables.retryMinMs as number; ; n++) {
+      await sleep(clock, delay);
+      if (await attempt(n)) return;
+      delay = Math.min(delay * 2, tunables.retryMaxMs);
+    }
+  })();
+}
+
+/** Stops using a stream: cancelled if stuck (its member is then marked failing), else ended. */
+export function endStream(
+  stream: { end(): void; cancel(): void } | undefined,
+  stuck: boolean,
+): void {
+  try {
+    if (stuck) stream?.cancel();
+    else stream?.end();
+  } catch {
+    // already broken
+  }
+}
+
+/** First key after every key that starts with `prefix`: the end of a prefix range. */
+export function prefixEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]! += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]); // all 0xff: etcd's "to the end of the keyspace"
+}
+
+export class Etcd {
   readonly client: Etcd3;
-  #clusterId: string | undefined;
-  readonly #clusterListeners = new Set<(expected: string, actual: string) => void>();
+  #clusterId = '';
+  /** Highest header revision seen on any answer: every one of them was committed. */
+  #revision = 0n;
+  #changed: ClusterChangedError | undefined;
+  #closed = false;
+  #answers = 0;
+  readonly #onChanged = new Listeners<ClusterChangedError>();
+  readonly #streams = new Set<Stream<unknown, unknown>>();
   readonly #retry: IPolicy;
   readonly #retryUnsent: IPolicy;
 
-  private constructor(readonly options: TransportOptions) {
-    const toBuffer = (v: Buffer | string | undefined) =>
-      v === undefined ? undefined : Buffer.isBuffer(v) ? v : Buffer.from(v);
+  private constructor(readonly options: EtcdOptions) {
+    const pem = (v: Buffer | string | undefined) => (v === undefined ? undefined : Buffer.from(v));
     const etcdOptions: IOptions = {
       hosts: options.endpoints,
       dialTimeout: options.dialTimeoutMs,
       faultHandling: {
         host: () =>
-          circuitBreaker(handleWhen(isTransient), {
-            halfOpenAfter: 250,
+          circuitBreaker(handleWhen(isRetryable), {
+            halfOpenAfter: tunables.breakerHalfOpenMs,
             breaker: new ConsecutiveBreaker(3),
           }),
         global: noop,
-        // etcd3 wants a started backoff (it calls next() on it), not a factory.
-        watchBackoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 1_000 }).next(),
+        watchBackoff: new ExponentialBackoff().next(), // unused: the SDK runs its own watch
       },
       grpcOptions: {
         // grpc-js backs off reconnects up to 2 minutes by default; a healed network must be
@@ -92,94 +187,192 @@ export class EtcdTransport {
     };
     if (options.tls) {
       etcdOptions.credentials = {
-        rootCertificate: toBuffer(options.tls.caCert)!,
-        ...(options.tls.clientKey ? { privateKey: toBuffer(options.tls.clientKey) } : {}),
-        ...(options.tls.clientCert ? { certChain: toBuffer(options.tls.clientCert) } : {}),
+        rootCertificate: pem(options.tls.caCert)!,
+        ...(options.tls.clientKey ? { privateKey: pem(options.tls.clientKey) } : {}),
+        ...(options.tls.clientCert ? { certChain: pem(options.tls.clientCert) } : {}),
       };
     }
     if (options.auth) etcdOptions.auth = { ...options.auth };
     this.client = new Etcd3(etcdOptions);
-    const backoff = new ExponentialBackoff({ initialDelay: 50, maxDelay: 1_000 });
-    this.#retry = retry(handleWhen(isTransient), { maxAttempts: options.maxAttempts - 1, backoff });
-    this.#retryUnsent = retry(handleWhen(wasNotSent), {
-      maxAttempts: options.maxAttempts - 1,
-      backoff,
+    const backoff = new ExponentialBackoff({
+      initialDelay: tunables.retryMinMs,
+      maxDelay: tunables.retryMaxMs,
     });
+    const maxAttempts = options.maxAttempts - 1;
+    this.#retry = retry(handleWhen(isRetryable), { maxAttempts, backoff });
+    this.#retryUnsent = retry(handleWhen(wasNotSent), { maxAttempts, backoff });
   }
 
-  /** Opens the client and waits for the first answer, within the dial timeout. */
-  static async open(options: TransportOptions): Promise<EtcdTransport> {
-    const transport = new EtcdTransport(options);
+  /**
+   * Opens the client and keeps trying `probe` (a read under the SDK's own prefix, so that
+   * missing credentials or permissions fail here) until it answers or the dial timeout passes.
+   */
+  static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
+    const etcd = new Etcd(options);
+    const giveUpAt = performance.now() + options.dialTimeoutMs;
     try {
-      const status = await transport.client.maintenance.status({
-        deadline: Date.now() + options.dialTimeoutMs,
-      });
-      transport.#clusterId = status.header.cluster_id;
-      return transport;
+      for (
+        let delay: number = tunables.retryMinMs;
+        ;
+        delay = Math.min(delay * 2, tunables.retryMaxMs)
+      ) {
+        const timeoutMs = Math.max(1, giveUpAt - performance.now());
+        const started = etcd.client.kv.range(
+          { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
+          { deadline: Date.now() + timeoutMs },
+        );
+        try {
+          const res = signal ? await raceSignal(started, signal) : await started;
+          etcd.#clusterId = res.header.cluster_id;
+          etcd.#revision = BigInt(res.header.revision);
+          return etcd;
+        } catch (err) {
+          signal?.throwIfAborted();
+          const error = etcd.#wrap('connect', err, timeoutMs);
+          if (error.code !== 'ETCD_UNAVAILABLE') throw error; // refused: retrying will not help
+          if (performance.now() + delay >= giveUpAt) {
+            throw new ConnectError(
+              `could not reach etcd at ${options.endpoints.join(', ')} within ${options.dialTimeoutMs} ms (dialTimeoutMs): ${error.message}`,
+              options.endpoints,
+              { cause: err },
+            );
+          }
+        }
+        await sleep(systemClock, delay, signal);
+      }
     } catch (err) {
-      transport.client.close();
-      throw new ConnectError(
-        `could not reach etcd at ${options.endpoints.join(', ')} within ${options.dialTimeoutMs} ms (dialTimeoutMs): ${(err as Error).message}`,
-        options.endpoints,
-        { cause: err },
-      );
+      etcd.close();
+      throw err;
     }
   }
 
   get clusterId(): string {
-    return this.#clusterId ?? '';
+    return this.#clusterId;
   }
 
-  onClusterChanged(listener: (expected: string, actual: string) => void): Disposable {
-    this.#clusterListeners.add(listener);
-    return { [Symbol.dispose]: () => void this.#clusterListeners.delete(listener) };
+  /** How many answers have arrived so far: "has etcd answered since?" for give-up rules. */
+  get answers(): number {
+    return this.#answers;
   }
 
-  /** Checks a response header; returns false (and tells listeners) if it is from another cluster. */
-  checkHeader(header: IResponseHeader | undefined): boolean {
-    if (!header || this.#clusterId === undefined || header.cluster_id === this.#clusterId) {
-      return true;
-    }
-    for (const listener of [...this.#clusterListeners])
-      listener(this.#clusterId, header.cluster_id);
-    return false;
+  /** Tells `listener` once the client has met another cluster (or a rewound history). */
+  onChanged(listener: (error: ClusterChangedError) => void): Disposable {
+    return this.#onChanged.add(listener);
+  }
+
+  /** Throws if the client is closed or has met another cluster. */
+  assertUsable(): void {
+    if (this.#changed) throw this.#changed;
+    if (this.#closed) throw new ClientClosedError();
   }
 
   /**
-   * Runs one unary etcd call with a deadline. `idempotent` calls are retried on transient
-   * failures; others only when the request provably never left (a timed-out write may still
-   * have been applied).
+   * Runs one unary call with a deadline (`timeoutMs`, default `callTimeoutMs`) and checks the
+   * answer's header. `idempotent`: safe to send twice (reads, guarded txns, revoke), so retried.
    */
   async call<T extends { header?: IResponseHeader }>(
     what: string,
     run: (options: { deadline: number }) => Promise<T>,
-    opts: { idempotent: boolean; timeoutMs?: number },
+    opts: { idempotent: boolean; timeoutMs?: number | undefined },
   ): Promise<T> {
+    this.assertUsable();
+    const knownAtSend = this.#revision;
     const timeoutMs = opts.timeoutMs ?? this.options.callTimeoutMs;
-    const once = () => run({ deadline: Date.now() + timeoutMs });
+    const policy = opts.idempotent ? this.#retry : this.#retryUnsent;
+    let res: T;
     try {
-      const res = await (opts.idempotent ? this.#retry : this.#retryUnsent).execute(once);
-      this.checkHeader(res.header);
-      return res;
+      res = await policy.execute(() => run({ deadline: Date.now() + timeoutMs }));
     } catch (err) {
-      throw this.#wrapError(what, err);
+      throw this.#wrap(what, err, timeoutMs);
     }
+    this.observe(res.header, knownAtSend);
+    return res;
   }
 
-  #wrapError(what: string, err: unknown): Error {
+  /** A KV txn through {@link call}. */
+  txn(what: string, request: ITxnRequest, opts: { idempotent: boolean }): Promise<ITxnResponse> {
+    return this.call(what, (o) => this.client.kv.txn(request, o), opts);
+  }
+
+  /** A linearizable KV range through {@link call} (retried: reads are idempotent). */
+  range(what: string, request: IRangeRequest): Promise<IRangeResponse> {
+    return this.call(what, (o) => this.client.kv.range(request, o), { idempotent: true });
+  }
+
+  /**
+   * Checks an answer's header: the cluster id always, and for linearizable answers (pass the
+   * revision known when the request was sent) that history did not go backwards. Stream answers
+   * (keepalive, watch) may come from a lagging member, so only their cluster id is checked.
+   * Throws {@link ClusterChangedError} on a breach, after telling every listener.
+   */
+  observe(header: IResponseHeader | undefined, knownAtSend?: bigint): void {
+    this.assertUsable();
+    if (!header) return;
+    const revision = BigInt(header.revision);
+    let detail: string | undefined;
+    if (header.cluster_id !== this.#clusterId) {
+      detail = `it answered with cluster id ${header.cluster_id}, not ${this.#clusterId} as at connect (rebuilt cluster or a foreign member)`;
+    } else if (knownAtSend !== undefined && revision < knownAtSend) {
+      detail = `a linearizable answer carried revision ${revision} after revision ${knownAtSend} had been seen (restored from a snapshot?)`;
+    }
+    if (detail !== undefined) {
+      this.#changed = new ClusterChangedError(0n, detail);
+      this.#onChanged.emit(this.#changed);
+      this.#onChanged.clear();
+      throw this.#changed;
+    }
+    if (revision > this.#revision) this.#revision = revision;
+    this.#answers++;
+  }
+
+  /** Opens a stream on one member; `close()` cancels every stream still open. */
+  async stream<Req, Res>(
+    open: (client: Etcd3) => Promise<Stream<Req, Res>>,
+  ): Promise<Stream<Req, Res>> {
+    this.assertUsable();
+    const stream = await open(this.client);
+    if (this.#closed) endStream(stream, true);
+    this.assertUsable();
+    const tracked = stream as unknown as Stream<unknown, unknown>;
+    this.#streams.add(tracked);
+    const untrack = () => void this.#streams.delete(tracked);
+    stream.on('error', untrack);
+    stream.on('end', untrack);
+    return stream;
+  }
+
+  #wrap(what: string, err: unknown, timeoutMs: number): LeaseholdError {
     if (isLeaseholdError(err)) return err;
-    const message = `etcd ${what} failed: ${(err as Error)?.message ?? String(err)}`;
-    return err instanceof Error && isTransient(err)
-      ? new EtcdUnavailableError(message, { cause: err })
-      : new EtcdRequestError(message, { cause: err });
+    if (this.#closed) return new ClientClosedError();
+    const e = err instanceof Error ? err : new Error(String(err));
+    const [at, cause] = [this.options.endpoints.join(', '), { cause: err }];
+    if (AUTH_FAILURE.test(e.message)) {
+      const fix = 'check auth.username and auth.password (etcd has authentication enabled)';
+      return new AuthError(
+        `etcd at ${at} refused the credentials for ${what}: ${e.message}; ${fix}`,
+        cause,
+      );
+    }
+    const unavailable = (why: string) =>
+      new EtcdUnavailableError(`etcd ${what} failed: ${why}`, cause);
+    if (isBrokenCircuitError(e)) {
+      return unavailable(
+        `every member (${at}) failed its last calls and rests ${tunables.breakerHalfOpenMs} ms before it is tried again`,
+      );
+    }
+    if (e.name === 'GRPCDeadlineExceededError') {
+      return unavailable(`no answer from ${at} within ${timeoutMs} ms (callTimeoutMs)`);
+    }
+    if (isRecoverableError(e)) return unavailable(`could not reach etcd at ${at} (${e.message})`);
+    return new EtcdRequestError(`etcd ${what} was refused by ${at}: ${e.message}`, cause);
   }
 
-  openKeepAlive(): Promise<KeepAliveStream> {
-    return this.client.leaseClient.leaseKeepAlive();
-  }
-
+  /** Cancels every open stream and closes the connections. Idempotent. */
   close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const stream of this.#streams) endStream(stream, true);
+    this.#onChanged.clear();
     this.client.close();
-    this.#clusterListeners.clear();
   }
 }

@@ -7,7 +7,7 @@ export {
   type LockContext,
   type LockGuard,
   type FencedOp,
-} from './lock.js';
+} from './mutex.js';
 export {
   defaults,
   MIN_TTL_SECONDS,

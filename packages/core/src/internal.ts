@@ -16,7 +16,6 @@ export function kvCall<T extends { header?: IResponseHeader }>(
   run: (kv: KVClient, options: { deadline: number }) => Promise<T>,
   opts: { idempotent: boolean; timeoutMs?: number },
 ): Promise<T> {
-  client.assertUsable();
-  const transport = client.transport;
-  return transport.call(what, (o) => run(transport.client.kv, o), opts);
+  const etcd = client.etcd;
+  return etcd.call(what, (o) => run(etcd.client.kv, o), opts);
 }

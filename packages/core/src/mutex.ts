@@ -1,259 +1,263 @@
 /**
- * The lock algorithm: etcd's Go `concurrency.Mutex`, key for key, with its known flaws fixed.
- *
- * Each contender puts `<prefix><name>/<lease id hex>` with its session's lease. The key with the
- * lowest create revision holds the lock; every other contender watches only the key created
- * just before its own (FIFO, no thundering herd). The holder's create revision is its token.
+ * Locks: etcd's Go `concurrency.Mutex`, key for key, on the queue primitive. The holder's create
+ * revision is its fencing token; release is guarded by it.
  */
-import type { IRangeRequest, IRangeResponse } from 'etcd3';
-import type { Leasehold } from './client.js';
-import { LockLostError, LockTakenError, LockTimeoutError, isLeaseholdError } from './errors.js';
-import type { EtcdTransport } from './etcd.js';
-import type { KeyWatch } from './key-watch.js';
-import { LocalQueue } from './local-queue.js';
-import { Lock, type AcquireOptions } from './lock.js';
-import { encodeName, prefixEnd } from './names.js';
-import { validateDurationMs, validateSignal } from './options.js';
+import type { IRequestOp } from 'etcd3';
+import { anySignal, timeoutSignal, type Clock } from './clock.js';
+import {
+  EtcdUnavailableError,
+  LockLostError,
+  LockReleasedError,
+  LockTakenError,
+  LockTimeoutError,
+  type LockLostReason,
+} from './errors.js';
+import { LossLatch } from './latch.js';
+import { encodeName, invalid, validateDurationMs, validateSignal } from './options.js';
+import type { Entry, LostError, Queue } from './queue.js';
 import { assertSession, type Session } from './session.js';
-import { raceSignal, timeoutSignal } from './wait.js';
 
-const queues = new WeakMap<Session, LocalQueue>();
-const localHolders = new WeakMap<Session, Map<string, Lock>>();
-const RETRY_WAIT_MS = 200;
-/** A waiter re-reads its predecessor at least this often, whatever the watch says. */
-const RECHECK_WAIT_MS = 5_000;
+export interface AcquireOptions {
+  /** Stop waiting when aborted; the promise rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /** Stop waiting after this many milliseconds with `LockTimeoutError`. Default: no timeout. */
+  timeoutMs?: number;
+  /** Hold the lock on this session instead of the client's shared one. */
+  session?: Session;
+}
 
-export async function acquireLock(
-  client: Leasehold,
+export type TryAcquireOptions = Omit<AcquireOptions, 'timeoutMs'>;
+
+/** What `withLock` hands to its function. */
+export interface LockContext {
+  /** The fencing token: send it with every write to the protected resource. */
+  token: bigint;
+  /** Aborts when the lock can no longer be trusted (see {@link Lock.signal}). */
+  signal: AbortSignal;
+  lock: Lock;
+}
+
+/** An etcd write made only while the lock is still held. */
+export type FencedOp =
+  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
+
+/**
+ * A compare for your own etcd transactions: it holds while the lock key still has the create
+ * revision it had when acquired. With etcd3:
+ * `client.if(guard.key, 'Create', '==', guard.createRevision.toString())`.
+ */
+export interface LockGuard {
+  key: string;
+  createRevision: bigint;
+}
+
+/** What locking needs from the client that makes the lock. */
+export interface LockMaker {
+  readonly locks: Queue;
+  readonly clock: Clock;
+  sharedSession(signal?: AbortSignal): Promise<Session>;
+}
+
+const lostError: LostError = (reason, entry, cause) => {
+  const why: Record<LockLostReason, string> = {
+    session: `its session was lost (${(cause as Error | undefined)?.message ?? 'unknown'})`,
+    deleted: 'its key was deleted by someone else',
+    overwritten: 'its key was written by someone else',
+    'expired-in-queue':
+      "it vanished while waiting: the session's lease expired or the key was deleted",
+  };
+  const message = `lock ${entry.key} (token ${entry.token}) is lost: ${why[reason]}`;
+  return new LockLostError(reason, entry.key, entry.token, message, cause ? { cause } : undefined);
+};
+
+/** Waits for the lock `name` (FIFO) and returns it held. */
+export async function acquire(
+  maker: LockMaker,
   name: string,
   options: AcquireOptions,
-  wait: boolean,
 ): Promise<Lock> {
+  const { timeoutMs } = checkOptions(options);
   const segment = encodeName(name);
-  const timeoutMs =
-    options.timeoutMs === undefined
+  const ms = timeoutMs === undefined ? undefined : validateDurationMs('timeoutMs', timeoutMs);
+  using timeout =
+    ms === undefined
       ? undefined
-      : validateDurationMs('timeoutMs', options.timeoutMs);
+      : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms));
+  const [session, signal] = await sessionFor(maker, options, timeout?.signal);
+  const entry = await maker.locks.join(segment, session, { value: EMPTY, signal, lostError });
+  await entry.waitFirst(signal);
+  return Lock.held(entry, name);
+}
+
+/** Takes the lock `name` only if it is free now; otherwise rejects with `LockTakenError`. */
+export async function tryAcquire(
+  maker: LockMaker,
+  name: string,
+  options: TryAcquireOptions,
+): Promise<Lock> {
+  checkOptions(options);
+  const segment = encodeName(name);
+  // Only an earlier hold of this session, still being removed, can be ahead of us locally:
+  // wait for that a bounded time, not for as long as someone holds the lock.
+  const ms = maker.locks.etcd.options.callTimeoutMs;
+  const why = `lock ${JSON.stringify(name)}: an earlier hold of it on this session was still being removed from etcd after ${ms} ms`;
+  using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
+  const [session, signal] = await sessionFor(maker, options, bound.signal);
+  const key = `${maker.locks.range(segment)}${session.leaseId.toString(16)}`;
+  const mine = session.busy(key);
+  if (mine !== undefined) throw new LockTakenError(name, key, mine);
+  const entry = await maker.locks.join(segment, session, { value: EMPTY, signal, lostError });
+  if (entry.isFirst) return Lock.held(entry, name);
+  const holder = entry.holder!;
+  await entry.remove('withdraw');
+  throw new LockTakenError(name, holder.key.toString(), BigInt(holder.create_revision));
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function checkOptions(options: AcquireOptions): AcquireOptions {
+  if (typeof options === 'object' && options !== null) return options;
+  throw invalid('options', 'an object', options);
+}
+
+/** The session to hold on, and one signal for the wait: the caller's, the bound, the session. */
+async function sessionFor(
+  maker: LockMaker,
+  options: AcquireOptions,
+  bound: AbortSignal | undefined,
+): Promise<[Session, AbortSignal]> {
   const userSignal = validateSignal(options.signal);
   userSignal?.throwIfAborted();
-  client.assertUsable();
-  const session = options.session ? assertSession(options.session) : await client.sharedSession();
-  session.throwIfLost();
-
-  using timeout =
-    timeoutMs === undefined
-      ? undefined
-      : timeoutSignal(timeoutMs, () => new LockTimeoutError(name, timeoutMs));
-  const signal = AbortSignal.any(
-    [session.signal, userSignal, timeout?.signal].filter((s): s is AbortSignal => s !== undefined),
-  );
-
-  let queue = queues.get(session);
-  if (!queue) queues.set(session, (queue = new LocalQueue()));
-  let holders = localHolders.get(session);
-  if (!holders) localHolders.set(session, (holders = new Map<string, Lock>()));
-  if (!wait && queue.busy(name)) {
-    const holder = holders.get(name);
-    throw new LockTakenError(name, holder?.key ?? '(this session, acquiring)', holder?.token ?? 0n);
-  }
-  const exitLocal = await queue.enter(name, signal);
-  try {
-    const lock = await contend(client, session, name, segment, wait, signal, () => {
-      holders.delete(name);
-      exitLocal();
-    });
-    holders.set(name, lock);
-    return lock;
-  } catch (err) {
-    exitLocal();
-    throw err;
-  }
-}
-
-async function contend(
-  client: Leasehold,
-  session: Session,
-  name: string,
-  segment: string,
-  wait: boolean,
-  signal: AbortSignal,
-  exitLocal: () => void,
-): Promise<Lock> {
-  const transport = client.transport;
-  const prefix = Buffer.from(`${client.lockPrefix}${segment}/`);
-  const keyText = `${client.lockPrefix}${segment}/${session.leaseId.toString(16)}`;
-  const key = Buffer.from(keyText);
-  const range = { key: prefix, range_end: prefixEnd(prefix) };
-  const firstCreated: IRangeRequest = {
-    ...range,
-    sort_order: 'Ascend',
-    sort_target: 'Create',
-    limit: 1,
-  };
-
-  // One round trip. If the key exists already, this is a retry of our own put whose answer was
-  // lost: adopt the key rather than queue behind ourselves. That makes the txn safe to retry.
-  const res = await transport.call(
-    'lock acquire',
-    (o) =>
-      transport.client.kv.txn(
-        {
-          compare: [{ key, target: 'Create', result: 'Equal', create_revision: '0' }],
-          success: [
-            { request_put: { key, value: Buffer.alloc(0), lease: session.leaseId.toString() } },
-            { request_range: firstCreated },
-          ],
-          failure: [{ request_range: { key } }, { request_range: firstCreated }],
-        },
-        o,
-      ),
-    { idempotent: true },
-  );
-  const myRevision = res.succeeded
-    ? BigInt(res.header.revision)
-    : BigInt(res.responses[0]?.response_range.kvs[0]?.create_revision ?? '0');
-  const owner = res.responses[1]?.response_range.kvs[0];
-  const ownerRevision = owner ? BigInt(owner.create_revision) : myRevision;
-
-  const deleteOwnKey = () =>
-    transport
-      .call(
-        'lock withdraw',
-        (o) =>
-          transport.client.kv.txn(
-            {
-              compare: [
-                { key, target: 'Create', result: 'Equal', create_revision: myRevision.toString() },
-              ],
-              success: [{ request_delete_range: { key } }],
-              failure: [],
-            },
-            o,
-          ),
-        { idempotent: true },
-      )
-      .catch(() => undefined); // the lease's expiry removes it otherwise
-
-  // `seenAt`: the revision at which the key was last read as ours; it must not change after.
-  const held = (seenAt: string) =>
-    Lock.held(
-      transport,
-      session,
-      name,
-      keyText,
-      myRevision,
-      BigInt(seenAt),
-      client.keyWatch,
-      exitLocal,
-    );
-
-  if (ownerRevision === myRevision) return held(res.header.revision);
-  if (!wait) {
-    await deleteOwnKey();
-    throw new LockTakenError(name, owner!.key.toString(), ownerRevision);
-  }
-  try {
-    await waitForPredecessors(transport, client.keyWatch, range, myRevision, signal);
-    // The lease may have expired while queued, deleting our key; never report a false success.
-    const check = await transport.call('lock check', (o) => transport.client.kv.range({ key }, o), {
-      idempotent: true,
-    });
-    const mine = check.kvs[0];
-    if (!mine || BigInt(mine.create_revision) !== myRevision) {
-      throw new LockLostError(
-        'expired-in-queue',
-        keyText,
-        myRevision,
-        `lock ${keyText} (token ${myRevision}) vanished while waiting: the session's lease expired or the key was deleted`,
-      );
-    }
-    signal.throwIfAborted();
-    return held(check.header.revision);
-  } catch (err) {
-    await deleteOwnKey();
-    throw err;
-  }
-}
-
-/** Waits until no key under the lock created before `myRevision` is left. */
-async function waitForPredecessors(
-  transport: EtcdTransport,
-  keyWatch: KeyWatch,
-  range: { key: Buffer; range_end: Buffer },
-  myRevision: bigint,
-  signal: AbortSignal,
-): Promise<void> {
-  for (;;) {
-    signal.throwIfAborted();
-    let res: IRangeResponse;
-    try {
-      res = await raceSignal(
-        transport.call(
-          'lock wait',
-          (o) =>
-            transport.client.kv.range(
-              {
-                ...range,
-                sort_order: 'Descend',
-                sort_target: 'Create',
-                limit: 1,
-                max_create_revision: (myRevision - 1n).toString(),
-              },
-              o,
-            ),
-          { idempotent: true },
-        ),
-        signal,
-      );
-    } catch (err) {
-      if (signal.aborted || !isTransient(err)) throw err;
-      await raceSignal(delay(RETRY_WAIT_MS), signal);
-      continue;
-    }
-    const predecessor = res.kvs[0];
-    if (!predecessor) return;
-    await waitForDelete(
-      keyWatch,
-      predecessor.key.toString(),
-      BigInt(res.header.revision) + 1n,
-      signal,
-    );
-  }
+  const given = options.session === undefined ? undefined : assertSession(options.session);
+  const session = given ?? (await maker.sharedSession(anySignal(userSignal, bound)));
+  return [session, anySignal(userSignal, bound, session.signal)];
 }
 
 /**
- * Resolves when `key` is deleted at or after `fromRevision`, or when the shared watch may have
- * missed events (the caller re-reads). Rejects on abort. Also resolves after a while regardless,
- * so that a watch that silently stopped delivering can only slow a waiter down, never strand it.
+ * A held lock. `token` is the lock key's create revision: it only grows across holders of any
+ * lock on the cluster, so a resource that keeps the highest token it has seen can refuse a
+ * holder that lost the lock without knowing it.
  */
-async function waitForDelete(
-  keyWatch: KeyWatch,
-  key: string,
-  fromRevision: bigint,
-  signal: AbortSignal,
-): Promise<void> {
-  let registration: Disposable | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const done = new Promise<void>((resolve) => {
-      registration = keyWatch.register(key, fromRevision, {
-        changed: (kind) => kind === 'delete' && resolve(),
-        unsure: () => resolve(),
-      });
-      timer = setTimeout(resolve, RECHECK_WAIT_MS);
-      timer.unref();
-    });
-    await raceSignal(done, signal);
-  } finally {
-    clearTimeout(timer);
-    registration?.[Symbol.dispose]();
+export class Lock implements AsyncDisposable {
+  readonly #entry: Entry;
+  readonly #latch = new LossLatch<LockLostError | LockReleasedError>();
+  readonly #lost = new LossLatch<LockLostError>();
+  #releasing: Promise<void> | undefined;
+  /** The session the lock is held on. */
+  readonly session: Session;
+  /** The etcd key that represents this hold. */
+  readonly key: string;
+  /** The fencing token: the key's create revision. */
+  readonly token: bigint;
+
+  private constructor(
+    entry: Entry,
+    /** The lock's name as given to `acquire`. */
+    readonly name: string,
+  ) {
+    this.#entry = entry;
+    ({ session: this.session, key: this.key, token: this.token } = entry);
+  }
+
+  /** @internal */
+  static held(entry: Entry, name: string): Lock {
+    const lock = new Lock(entry, name);
+    const onEnd = () => {
+      const reason = entry.signal.reason as LockLostError;
+      if (lock.#latch.trip(reason)) lock.#lost.trip(reason);
+    };
+    if (entry.signal.aborted) onEnd();
+    else entry.signal.addEventListener('abort', onEnd, { once: true });
+    return lock;
+  }
+
+  /**
+   * Aborts when the lock ends: on session loss, when its key is deleted or written by anyone
+   * else (a {@link LockLostError} with `reason` `session`, `deleted` or `overwritten`), and on
+   * release ({@link LockReleasedError}). Reading it checks the session's deadline first.
+   */
+  get signal(): AbortSignal {
+    this.session.remainingMs(); // reading the session trips it (and so this lock) if its deadline passed
+    return this.#latch.signal;
+  }
+
+  /** True until the lock is lost or released. */
+  get isHeld(): boolean {
+    return !this.signal.aborted;
+  }
+
+  /** Throws the reason if the lock is lost or released. */
+  throwIfLost(): void {
+    this.signal.throwIfAborted();
+  }
+
+  /** Calls `listener` once if the lock is lost (not on release). */
+  onLost(listener: (error: LockLostError) => void): Disposable {
+    return this.#lost.on(listener);
+  }
+
+  /** A compare for your own etcd transactions; see {@link LockGuard}. */
+  get guard(): LockGuard {
+    return { key: this.key, createRevision: this.token };
+  }
+
+  /**
+   * Applies `ops` in one etcd transaction only if this hold still owns its key (same create
+   * revision, still attached to this session's lease). Resolves to the revision of the write.
+   * Rejects with {@link LockLostError} (and marks the lock lost) if it does not, and with
+   * {@link LockReleasedError} after release. Not retried: a write that timed out may have landed.
+   */
+  async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
+    const requests = toRequests(ops);
+    this.throwIfLost();
+    return this.#entry.txn('fenced write', requests);
+  }
+
+  /** Shorthand for a fenced write of one key. */
+  put(key: string, value: string | Uint8Array): Promise<bigint> {
+    return this.fencedWrite([{ type: 'put', key, value }]);
+  }
+
+  /** Shorthand for a fenced delete of one key. */
+  delete(key: string): Promise<bigint> {
+    return this.fencedWrite([{ type: 'delete', key }]);
+  }
+
+  /**
+   * Releases the lock: its `signal` aborts at once, then its key is deleted only if it still has
+   * this hold's create revision, so a late or repeated release never deletes a newer holder's
+   * key. Idempotent. If etcd cannot be reached the delete goes on in the background until it
+   * succeeds or the session ends (reported through `client.onCleanupError`), and this resolves;
+   * it rejects only if etcd refuses the delete outright.
+   */
+  release(): Promise<void> {
+    this.#releasing ??= (async () => {
+      this.#latch.trip(new LockReleasedError(this.key, this.token));
+      await this.#entry.remove('release');
+    })();
+    return this.#releasing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 }
 
-function isTransient(err: unknown): boolean {
-  return isLeaseholdError(err) && err.code === 'ETCD_UNAVAILABLE';
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+function toRequests(ops: unknown): IRequestOp[] {
+  if (!Array.isArray(ops) || ops.length === 0) {
+    throw invalid('ops', 'a non-empty array of fenced operations', ops);
+  }
+  return ops.map((op: unknown, i) => {
+    const o = (op ?? {}) as Partial<{ type: unknown; key: unknown; value: unknown }>;
+    if (typeof o.key !== 'string' || o.key === '') {
+      throw invalid(`ops[${i}].key`, 'a non-empty string', o.key);
+    }
+    const key = Buffer.from(o.key);
+    if (o.type === 'delete') return { request_delete_range: { key } };
+    if (o.type !== 'put') throw invalid(`ops[${i}].type`, '"put" or "delete"', o.type);
+    if (typeof o.value !== 'string' && !(o.value instanceof Uint8Array)) {
+      throw invalid(`ops[${i}].value`, 'a string or Uint8Array', o.value);
+    }
+    return { request_put: { key, value: Buffer.from(o.value) } };
+  });
 }

@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { isInvalidArgumentError } from './errors.js';
+import { prefixEnd } from './etcd.js';
 import {
   defaultSafetyMarginMs,
+  encodeName,
+  validateAuth,
   validateDurationMs,
   validateEndpoints,
   validateSafetyMarginMs,
+  validateTls,
   validateTtlSeconds,
 } from './options.js';
-import { encodeName, prefixEnd } from './names.js';
 
 function rejects(fn: () => unknown, pattern: RegExp): void {
   let thrown: unknown;
@@ -89,11 +92,34 @@ describe('names', () => {
     expect(encodeName('50%')).toBe('50%25');
     expect(`${encodeName('jobs/a')}/`.startsWith(`${encodeName('jobs')}/`)).toBe(false);
   });
-  it.each(['', 42, null, 'a\0b', 'x'.repeat(1025)])('rejects %j', (v) =>
-    rejects(() => encodeName(v), /name must be a non-empty string of at most 1024 characters/),
+  it.each(['', 42, null, 'a\0b', 'x'.repeat(1025), 'job-\uD800', 'job-\uDFFF', '\uDC00\uD800'])(
+    'rejects %j',
+    (v) =>
+      rejects(() => encodeName(v), /name must be a non-empty string of at most 1024 characters/),
   );
+  it('rejects ill-formed UTF-16: two lone surrogates would otherwise share one key', () => {
+    expect(Buffer.from('job-\uD800').equals(Buffer.from('job-\uDFFF'))).toBe(true);
+    rejects(() => encodeName('job-\uD800'), /unpaired surrogates/);
+    expect(encodeName('job-\uD83D\uDE00')).toBe('job-\uD83D\uDE00'); // a well-formed pair is fine
+  });
   it('computes the end of a prefix range', () => {
-    expect(prefixEnd(Buffer.from('a/')).toString()).toBe('a0');
-    expect(prefixEnd(Buffer.from([0x61, 0xff]))).toEqual(Buffer.from([0x62]));
+    expect(prefixEnd('a/').toString()).toBe('a0');
+    expect(prefixEnd('a\u00ff').equals(Buffer.from([0x61, 0xc3, 0xc0]))).toBe(true);
+  });
+});
+
+describe('tls and auth', () => {
+  it('needs a CA, and client cert and key together', () => {
+    const https = ['https://a:1'];
+    expect(validateTls({ caCert: 'pem' }, https)).toEqual({ caCert: 'pem' });
+    rejects(() => validateTls({}, https), /tls must be an object with caCert/);
+    rejects(() => validateTls({ caCert: 'pem', clientKey: 'k' }, https), /together/);
+    rejects(() => validateTls({ caCert: 'pem' }, ['http://a:1']), /https/);
+  });
+  it('needs a user name and a password string', () => {
+    expect(validateAuth(undefined)).toBeUndefined();
+    expect(validateAuth({ username: 'u', password: '' })).toEqual({ username: 'u', password: '' });
+    rejects(() => validateAuth({ username: '', password: 'p' }), /auth must be/);
+    rejects(() => validateAuth({ username: 'u' }), /auth must be/);
   });
 });

@@ -1,22 +1,55 @@
 import { InvalidArgumentError } from './errors.js';
 
 /**
- * Every default and every bound in one place. Durations carry their unit in their name:
- * `ttlSeconds` is etcd's own unit; everything measured locally is in milliseconds.
+ * Every default in one place. Durations carry their unit in their name: `ttlSeconds` is etcd's
+ * own unit; everything measured locally is in milliseconds.
  */
 export const defaults = {
   /** Lease TTL. Long enough to ride out a leader election, short enough to fail over quickly. */
   ttlSeconds: 10,
-  /** How long `connect()` waits for the first answer from any endpoint. */
+  /** How long `connect()` keeps trying to reach etcd. */
   dialTimeoutMs: 5_000,
-  /** Deadline for each unary etcd call; every call has one, so nothing hangs on a frozen member. */
+  /** Deadline for each etcd call; every call has one, so nothing hangs on a frozen member. */
   callTimeoutMs: 5_000,
+  /** Attempts for idempotent calls (reads, guarded txns, revoke); other calls are never retried. */
+  maxAttempts: 3,
   /** Where lock keys live. `etcdctl lock <prefix><name>` contends for the same lock. */
   lockPrefix: '/leasehold/lock/',
   /** Where election keys live. */
   electionPrefix: '/leasehold/election/',
-  /** Attempts for idempotent calls (reads, guarded txns, revoke); other calls are never retried. */
-  maxAttempts: 3,
+  /**
+   * How often a client proves its watch is alive and caught up (one read and one progress
+   * request per client, whatever the number of locks), and how soon a watch that silently
+   * stopped is replaced and every lock and waiter re-reads its keys.
+   */
+  recheckIntervalMs: 5_000,
+} as const;
+
+/**
+ * Internal tunables, with the reason for each value. Not options: they encode how etcd and
+ * gRPC behave, not a user's preference.
+ */
+export const tunables = {
+  /**
+   * Retry backoff for etcd calls and background clean-up, doubling from min to max. Two retries
+   * from 100 ms span the breaker's rest (below), so a call retried after a reset can succeed.
+   */
+  retryMinMs: 100,
+  retryMaxMs: 1_000,
+  /** A member whose calls failed 3 times in a row is rested this long (etcd3's default: 5 s). */
+  breakerHalfOpenMs: 250,
+  /** "Lease not found" answers, each on a fresh stream, before the session believes them. */
+  goneConfirmations: 3,
+  /** Watch events kept so a waiter that joins just behind the stream can catch up from memory. */
+  watchReplayEvents: 4_096,
+  /** How often an unconfirmed watch progress request is repeated during a recheck. */
+  progressRetryMs: 100,
+  /**
+   * A lost session's revoke is retried until etcd answers; after etcd answers again it is given
+   * this many TTLs more (a restarted etcd restores leases with a fresh TTL, so the local
+   * estimate of expiry is not a bound).
+   */
+  revokeRetryTtls: 2,
 } as const;
 
 /** PEM-encoded material for TLS to etcd. Endpoints must use https. */
@@ -34,24 +67,24 @@ export interface AuthOptions {
 
 /**
  * etcd's minimum TTL with its default timing (heartbeat 100 ms, election timeout 1000 ms) is
- * 2 s; it silently raises anything lower, which would make the local deadline wrong. We reject
- * rather than warn: a shorter TTL cannot be had from a default etcd anyway.
+ * 2 s; it silently raises anything lower, which would make the local deadline wrong.
  */
 export const MIN_TTL_SECONDS = 2;
 /** etcd's `MaxLeaseTTL`. */
 export const MAX_TTL_SECONDS = 9_000_000_000;
 export const MAX_NAME_LENGTH = 1024;
+/** setTimeout fires at once for longer delays; every timer is clamped to this. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/**
- * Default safety margin: 10% of the TTL, at most one second. It covers the client's clock
- * running slower than the server's and timers firing late on a busy event loop.
- */
+/** 10% of the TTL, at most one second: covers a slow client clock and late timers. */
 export function defaultSafetyMarginMs(ttlSeconds: number): number {
   return Math.min(1_000, ttlSeconds * 100);
 }
 
 export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  }
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'number') return String(value);
   if (value === null) return 'null';
@@ -59,77 +92,99 @@ export function describe(value: unknown): string {
   return typeof value;
 }
 
+/** The error for bad input: names the value and what is allowed. */
+export function invalid(name: string, allowed: string, value: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
+}
+
 export function validateTtlSeconds(value: unknown): number {
-  if (
-    typeof value !== 'number' ||
-    !Number.isInteger(value) ||
-    value < MIN_TTL_SECONDS ||
-    value > MAX_TTL_SECONDS
-  ) {
-    throw new InvalidArgumentError(
-      `ttlSeconds must be a whole number of seconds from ${MIN_TTL_SECONDS} (etcd's minimum with default timing) to ${MAX_TTL_SECONDS} (etcd's maximum), got ${describe(value)}`,
-    );
-  }
-  return value;
+  const ttl = value as number;
+  if (Number.isInteger(ttl) && ttl >= MIN_TTL_SECONDS && ttl <= MAX_TTL_SECONDS) return ttl;
+  throw invalid(
+    'ttlSeconds',
+    `a whole number of seconds from ${MIN_TTL_SECONDS} (etcd's minimum with default timing) to ${MAX_TTL_SECONDS} (etcd's maximum)`,
+    value,
+  );
 }
 
 export function validateSafetyMarginMs(value: unknown, ttlSeconds: number): number {
   const ttlMs = ttlSeconds * 1000;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value >= ttlMs) {
-    throw new InvalidArgumentError(
-      `safetyMarginMs must be a number of milliseconds in [0, ${ttlMs}) for ttlSeconds ${ttlSeconds}, got ${describe(value)}`,
+  if (typeof value !== 'number' || !(value >= 0 && value < ttlMs)) {
+    throw invalid(
+      'safetyMarginMs',
+      `a number of milliseconds in [0, ${ttlMs}) for ttlSeconds ${ttlSeconds}`,
+      value,
     );
   }
   return value;
 }
 
-/** A positive, finite duration in milliseconds. */
+/** A positive, finite duration in milliseconds; timers clamp it to what setTimeout can do. */
 export function validateDurationMs(name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new InvalidArgumentError(
-      `${name} must be a positive, finite number of milliseconds, got ${describe(value)}`,
-    );
+    throw invalid(name, 'a positive, finite number of milliseconds', value);
   }
   return value;
 }
 
 export function validateSignal(value: unknown): AbortSignal | undefined {
-  if (value === undefined) return undefined;
-  if (!(value instanceof AbortSignal)) {
-    throw new InvalidArgumentError(`signal must be an AbortSignal, got ${describe(value)}`);
-  }
-  return value;
+  if (value === undefined || value instanceof AbortSignal) return value;
+  throw invalid('signal', 'an AbortSignal', value);
 }
 
 export function validatePrefix(name: string, value: unknown): string {
   if (typeof value !== 'string' || value.includes('\0') || value.length > MAX_NAME_LENGTH) {
-    throw new InvalidArgumentError(
-      `${name} must be a string without NUL of at most ${MAX_NAME_LENGTH} characters, got ${describe(value)}`,
-    );
+    throw invalid(name, `a string without NUL of at most ${MAX_NAME_LENGTH} characters`, value);
   }
   return value;
 }
 
 export function validateAttempts(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 10) {
-    throw new InvalidArgumentError(
-      `maxAttempts must be a whole number from 1 to 10, got ${describe(value)}`,
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 10) {
+    throw invalid('maxAttempts', 'a whole number from 1 to 10', value);
+  }
+  return value as number;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Turns a lock or election name into its key segment.
+ *
+ * Keys are `<prefix><segment>/<lease id hex>` and a queue is the range `<prefix><segment>/`.
+ * Unencoded, the range of `jobs` would contain the keys of `jobs/a` and the two locks would block
+ * each other (a known flaw of etcd's Go recipe). Escaping `/` (and `%`, to stay reversible) keeps
+ * every name's range its own, while names without them are unchanged, so `etcdctl lock
+ * <prefix>jobs` and Go's `concurrency.NewMutex(s, "<prefix>jobs")` contend with the lock `jobs`.
+ * Names must be well-formed UTF-16: a lone surrogate encodes to U+FFFD, so two different
+ * ill-formed names would share one key.
+ */
+export function encodeName(name: unknown): string {
+  if (
+    typeof name !== 'string' ||
+    name.length === 0 ||
+    name.length > MAX_NAME_LENGTH ||
+    name.includes('\0') ||
+    LONE_SURROGATE.test(name)
+  ) {
+    throw invalid(
+      'name',
+      `a non-empty string of at most ${MAX_NAME_LENGTH} characters, without NUL or unpaired surrogates`,
+      name,
     );
   }
-  return value;
+  return name.replace(/%/g, '%25').replace(/\//g, '%2F');
 }
 
 /**
- * Normalises etcd endpoints to `scheme://host:port`. Accepts `host:port` (http assumed) and
- * full URLs; rejects anything etcd's gRPC client would misread: paths, queries, user info,
- * duplicates, and mixing http with https (one TLS setting applies to every endpoint).
+ * Normalises etcd endpoints to `scheme://host:port`. Accepts `host:port` (http assumed) and full
+ * URLs, as an array or a comma-separated string; rejects anything etcd's gRPC client would
+ * misread: paths, queries, user info, duplicates, and mixing http with https.
  */
 export function validateEndpoints(value: unknown): string[] {
   const list = typeof value === 'string' ? value.split(',') : value;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new InvalidArgumentError(
-      `endpoints must be a non-empty string or array of "http(s)://host:port", got ${describe(value)}`,
-    );
+    throw invalid('endpoints', 'a non-empty string or array of "http(s)://host:port"', value);
   }
   const seen = new Set<string>();
   for (const raw of list as unknown[]) {
@@ -140,8 +195,7 @@ export function validateEndpoints(value: unknown): string[] {
     seen.add(endpoint);
   }
   const out = [...seen];
-  const schemes = new Set(out.map((e) => e.slice(0, e.indexOf(':'))));
-  if (schemes.size > 1) {
+  if (new Set(out.map((e) => e.slice(0, e.indexOf(':')))).size > 1) {
     throw new InvalidArgumentError(
       `endpoints mix http and https (${out.join(', ')}); use one scheme for all members`,
     );
@@ -151,44 +205,50 @@ export function validateEndpoints(value: unknown): string[] {
 
 function parseEndpoint(raw: unknown): string {
   const allowed = 'an endpoint like "http://127.0.0.1:2379" or "127.0.0.1:2379"';
-  if (typeof raw !== 'string' || raw.trim() === '') {
-    throw new InvalidArgumentError(`endpoint must be ${allowed}, got ${describe(raw)}`);
-  }
-  const text = raw.trim();
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
-  // URL drops default ports (80/443); etcd has no such default, so require an explicit port.
-  const authority = /^[^:]+:\/\/([^/?#]*)/.exec(withScheme)?.[1] ?? '';
-  const port = /:(\d+)$/.exec(authority)?.[1];
-  if (port === undefined || Number(port) < 1 || Number(port) > 65535) {
-    throw new InvalidArgumentError(
-      `endpoint ${describe(raw)} needs a port from 1 to 65535; expected ${allowed}`,
+  if (typeof raw !== 'string' || raw.trim() === '') throw invalid('endpoint', allowed, raw);
+  const bad = (why: string) =>
+    new InvalidArgumentError(`endpoint ${describe(raw)} ${why}; expected ${allowed}`);
+  const [, scheme = 'http', authority = '', rest] =
+    /^(?:([a-z][\w+.-]*):\/\/)?([^/?#]*)(.*)$/i.exec(raw.trim())!;
+  if (!/^https?$/i.test(scheme)) throw bad(`has scheme ${scheme}; only http and https are allowed`);
+  if (authority.includes('@'))
+    throw bad('carries credentials; pass them as the auth option instead');
+  if (rest !== '' && rest !== '/')
+    throw bad('has a path, query or fragment; etcd endpoints are scheme://host:port only');
+  // No default port: etcd has none, and a URL would silently drop 80/443.
+  const [, host, port] = /^(\[[^\]]*\]|[^:]*):(\d+)$/.exec(authority) ?? [];
+  if (port === undefined || Number(port) < 1 || Number(port) > 65535)
+    throw bad('needs a port from 1 to 65535');
+  if (!host) throw bad('has no host');
+  return `${scheme.toLowerCase()}://${host.toLowerCase()}:${Number(port)}`;
+}
+
+export function validateTls(tls: unknown, endpoints: string[]): TlsOptions | undefined {
+  if (tls === undefined) return undefined;
+  const t = (tls ?? {}) as Partial<TlsOptions>;
+  const pem = (v: unknown) => typeof v === 'string' || Buffer.isBuffer(v);
+  if (!pem(t.caCert)) throw invalid('tls', 'an object with caCert (a PEM string or Buffer)', tls);
+  const [cert, key] = [t.clientCert, t.clientKey];
+  if ((cert !== undefined || key !== undefined) && !(pem(cert) && pem(key))) {
+    throw invalid(
+      'tls.clientCert and tls.clientKey',
+      'given together as PEM strings or Buffers (mutual TLS), or neither',
+      cert === undefined ? key : cert,
     );
   }
-  let url: URL;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    throw new InvalidArgumentError(
-      `endpoint ${describe(raw)} is not a valid URL; expected ${allowed}`,
-    );
+  if (endpoints.some((e) => e.startsWith('http:'))) {
+    throw invalid('endpoints', 'https:// URLs when tls is set', endpoints.join(', '));
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new InvalidArgumentError(
-      `endpoint ${describe(raw)} has scheme ${url.protocol.slice(0, -1)}; only http and https are allowed`,
-    );
+  return t as TlsOptions;
+}
+
+export function validateAuth(auth: unknown): AuthOptions | undefined {
+  const a = auth as Partial<AuthOptions> | undefined;
+  if (
+    a === undefined ||
+    (typeof a?.username === 'string' && a.username !== '' && typeof a.password === 'string')
+  ) {
+    return a && { username: a.username!, password: a.password! };
   }
-  if (url.hostname === '') {
-    throw new InvalidArgumentError(`endpoint ${describe(raw)} has no host; expected ${allowed}`);
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new InvalidArgumentError(
-      `endpoint ${describe(raw)} carries credentials; pass them as the auth option instead`,
-    );
-  }
-  if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.hash !== '') {
-    throw new InvalidArgumentError(
-      `endpoint ${describe(raw)} has a path, query or fragment; etcd endpoints are scheme://host:port only`,
-    );
-  }
-  return `${url.protocol}//${url.hostname}:${Number(port)}`;
+  throw invalid('auth', 'an object { username: non-empty string, password: string }', auth);
 }

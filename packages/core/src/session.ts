@@ -1,21 +1,22 @@
-import type { Clock } from './clock.js';
-import { LeaseDeadline } from './deadline.js';
+import type { ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
+import { callAt, raceSignal, type Clock } from './clock.js';
 import {
   ClusterChangedError,
   InvalidArgumentError,
   LeaseLostError,
   SessionClosedError,
 } from './errors.js';
-import type { EtcdTransport, KeepAliveStream } from './etcd.js';
+import { cleanUp, endStream, type Etcd, type Report, type Stream } from './etcd.js';
 import { LossLatch } from './latch.js';
 import {
-  defaults,
   defaultSafetyMarginMs,
+  defaults,
+  invalid,
+  tunables,
   validateSafetyMarginMs,
   validateSignal,
   validateTtlSeconds,
 } from './options.js';
-import { callAt } from './timer.js';
 
 export interface SessionOptions {
   /** Lease TTL in whole seconds, from 2 to 9,000,000,000. Default 10. */
@@ -25,50 +26,108 @@ export interface SessionOptions {
    * itself lost. In [0, TTL). Default: 10% of the TTL, at most 1000 ms.
    */
   safetyMarginMs?: number;
-  /** Aborting it closes the session (and revokes the lease). */
+  /** Aborting it closes the session (and revokes the lease); while granting, it cancels. */
   signal?: AbortSignal;
 }
 
-const RECONNECT_MIN_MS = 50;
-const RECONNECT_MAX_MS = 1_000;
+type KeepAliveStream = Stream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
-/** "Lease not found" answers, each on a fresh stream, before the session believes them. */
-const GONE_CONFIRMATIONS = 3;
-const CONFIRM_DELAY_MS = 100;
+/** One entry's turn in this session's local queue of a key (see {@link Session.enter}). */
+export interface Slot {
+  /** Resolves when every earlier entry for the key on this session has left. */
+  readonly turn: Promise<void>;
+  /** No longer contending or holding; its key may still be being removed. */
+  idle(): void;
+  /** It holds, with this token (for `LockTakenError` of a local `tryAcquire`). */
+  held(token: bigint): void;
+  /** Its key is gone from etcd: the next entry may create it. */
+  leave(): void;
+}
+
+/** Validated session options, with defaults (`name` says where they came from in errors). */
+export function sessionSettings(options: SessionOptions, name = 'options') {
+  if (typeof options !== 'object' || options === null) throw invalid(name, 'an object', options);
+  const ttlSeconds = validateTtlSeconds(options.ttlSeconds ?? defaults.ttlSeconds);
+  const margin = options.safetyMarginMs ?? defaultSafetyMarginMs(ttlSeconds);
+  validateSafetyMarginMs(margin, ttlSeconds);
+  return { ttlSeconds, margin, signal: validateSignal(options.signal), options };
+}
 
 /**
  * A keepalive unanswered for this long means the stream is stuck (a frozen member keeps the TCP
- * connection open, so no error ever arrives): drop the stream and reopen it, which lets the
- * client pick another member well before the lease deadline. etcd answers keepalives in
- * milliseconds, so a false alarm only costs a reconnect.
+ * connection open, so no error ever arrives): drop it and reopen, which lets the client pick
+ * another member well before the lease deadline.
  */
-export function answerTimeoutMs(ttlSeconds: number): number {
-  return Math.min(1_000, Math.max(250, (ttlSeconds * 1000) / 6));
+export const answerTimeoutMs = (ttlSeconds: number): number =>
+  Math.min(1_000, Math.max(250, (ttlSeconds * 1000) / 6));
+
+/**
+ * Revokes a lease until etcd confirms it is gone. A restarted etcd restores leases with a fresh
+ * TTL, so "it will expire anyway" is no bound while etcd is down; once etcd answers again, the
+ * revoke gets `revokeRetryTtls` TTLs more before it gives up and reports.
+ */
+export function revokeUntilGone(
+  etcd: Etcd,
+  clock: Clock,
+  report: Report,
+  lease: { leaseId: bigint; ttlSeconds: number },
+  firstTimeoutMs = etcd.options.callTimeoutMs,
+): Promise<void> {
+  const answersBefore = etcd.answers;
+  let giveUpAt = Infinity;
+  const revoke = (attempt: number) =>
+    etcd.call(
+      'lease revoke',
+      (o) => etcd.client.leaseClient.leaseRevoke({ ID: lease.leaseId.toString() }, o),
+      { idempotent: true, timeoutMs: attempt === 0 ? firstTimeoutMs : undefined },
+    );
+  const gone = (err?: unknown) =>
+    /lease not found/.test(String((err as Error | undefined)?.message));
+  return cleanUp(
+    clock,
+    report,
+    `revoke of lease ${lease.leaseId.toString(16)}`,
+    revoke,
+    gone,
+    () => {
+      if (giveUpAt === Infinity && etcd.answers > answersBefore) {
+        giveUpAt = clock.now() + tunables.revokeRetryTtls * lease.ttlSeconds * 1000;
+      }
+      return clock.now() >= giveUpAt;
+    },
+  );
 }
 
 /**
  * One etcd lease, kept alive on one stream and shared by every lock and campaign made from it.
  *
+ * Its local deadline is the send time of the last answered keepalive + the TTL granted − the
+ * safety margin, on a monotonic clock: etcd starts the TTL when it receives a keepalive, after it
+ * was sent, and may extend a lease but never shortens it, so the client always gives up first.
+ *
  * The session is *lost* — `signal` aborts with a {@link LeaseLostError}, exactly once — when the
- * local deadline passes without an answered keepalive, when etcd says the lease is gone, when a
- * response comes from a different cluster, or when the session is closed. Everything held
- * through the session is lost with it.
+ * deadline passes, when etcd says the lease is gone, when the cluster changes, or when it is
+ * closed. Every read of `signal`, `isLost`, `remainingMs()` and `throwIfLost()` compares the
+ * clock with the deadline first, so the first code to run after a stalled event loop already
+ * sees the loss, whether or not a timer has fired yet.
  */
 export class Session implements AsyncDisposable {
   readonly #latch = new LossLatch<LeaseLostError>();
-  readonly #deadline: LeaseDeadline;
+  readonly #lost = new LossLatch<LeaseLostError>();
   readonly #sentAt: number[] = [];
+  readonly #slots = new Map<string, { tail: Promise<void>; active: number; token?: bigint }>();
+  /** Timers and listeners by name; every one is stopped when the session ends. */
+  readonly #stops = new Map<string, () => void>();
+  #expiresAt: number;
   #stream: KeepAliveStream | undefined;
-  #cancelDeadline: () => void = () => undefined;
-  #keepAliveTimer: ReturnType<typeof setInterval> | undefined;
-  #reconnectDelayMs = RECONNECT_MIN_MS;
+  #reopenDelayMs: number = tunables.retryMinMs;
   #goneAnswers = 0;
   #closing: Promise<void> | undefined;
-  readonly #disposables: Disposable[] = [];
 
   private constructor(
-    private readonly transport: EtcdTransport,
+    private readonly etcd: Etcd,
     private readonly clock: Clock,
+    private readonly report: Report,
     /** The lease id etcd granted. */
     readonly leaseId: bigint,
     /** The TTL etcd granted, which may be higher than the one asked for. */
@@ -76,37 +135,44 @@ export class Session implements AsyncDisposable {
     readonly safetyMarginMs: number,
     grantSentAt: number,
   ) {
-    this.#deadline = new LeaseDeadline(clock, safetyMarginMs, grantSentAt, ttlSeconds);
+    this.#expiresAt = grantSentAt + ttlSeconds * 1000 - safetyMarginMs;
   }
 
   /** @internal Use `client.session()`. */
   static async create(
-    transport: EtcdTransport,
+    etcd: Etcd,
     clock: Clock,
+    report: Report,
     options: SessionOptions = {},
   ): Promise<Session> {
-    const ttlSeconds = validateTtlSeconds(options.ttlSeconds ?? defaults.ttlSeconds);
-    const safetyMarginMs = validateSafetyMarginMs(
-      options.safetyMarginMs ?? defaultSafetyMarginMs(ttlSeconds),
-      ttlSeconds,
-    );
-    const signal = validateSignal(options.signal);
+    const { ttlSeconds, margin, signal } = sessionSettings(options);
     signal?.throwIfAborted();
-
     const sentAt = clock.now();
     // Not retried: a grant whose answer was lost would leave a second, orphaned lease.
-    const res = await transport.call(
+    const granting = etcd.call(
       'lease grant',
-      (o) => transport.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
+      (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
       { idempotent: false },
     );
-    const granted = Number(res.TTL);
+    let res: Awaited<typeof granting>;
+    try {
+      res = signal ? await raceSignal(granting, signal) : await granting;
+    } catch (err) {
+      // Abandoned mid-grant: a lease etcd grants anyway must not live out its TTL.
+      void granting.then(
+        (late) => revokeUntilGone(etcd, clock, report, { leaseId: BigInt(late.ID), ttlSeconds }),
+        () => undefined,
+      );
+      throw err;
+    }
+    const ttl = Number(res.TTL);
     const session = new Session(
-      transport,
+      etcd,
       clock,
+      report,
       BigInt(res.ID),
-      granted,
-      Math.min(safetyMarginMs, granted * 1000 - 1),
+      ttl,
+      Math.min(margin, ttl * 1000 - 1),
       sentAt,
     );
     session.#start(signal);
@@ -115,37 +181,47 @@ export class Session implements AsyncDisposable {
 
   /** Aborts once, with a {@link LeaseLostError}, when the session is lost or closed. */
   get signal(): AbortSignal {
+    if (!this.#latch.signal.aborted && this.clock.now() >= this.#expiresAt) {
+      const message = `no keepalive for lease ${this.leaseId.toString(16)} was answered before its local deadline (TTL ${this.ttlSeconds} s minus ${this.safetyMarginMs} ms safety margin, counted from the send time of the last answered keepalive)`;
+      this.#lose(new LeaseLostError('deadline', this.leaseId, message));
+    }
     return this.#latch.signal;
   }
 
   /** Whether the session is lost or closed. */
   get isLost(): boolean {
-    return this.#latch.signal.aborted;
+    return this.signal.aborted;
   }
 
   /** Milliseconds until the local deadline; 0 once lost. */
   remainingMs(): number {
-    return this.isLost ? 0 : this.#deadline.remainingMs();
+    return this.isLost ? 0 : this.#expiresAt - this.clock.now();
   }
 
-  /** Calls `listener` once when the session is lost; returns a disposable that unsubscribes. */
+  /** Calls `listener` once if the session is lost (not when it is closed). */
   onLost(listener: (error: LeaseLostError) => void): Disposable {
-    return this.#latch.on(listener);
+    return this.#lost.on(listener);
   }
 
-  /** Throws the loss reason if the session is lost. */
+  /** Throws the loss reason if the session is lost or closed. */
   throwIfLost(): void {
-    const reason = this.#latch.reason;
-    if (reason) throw reason;
+    this.signal.throwIfAborted();
   }
 
   /**
    * Stops the keepalive and revokes the lease, which deletes every key attached to it.
-   * Idempotent. The revoke is bounded by the lease's remaining time: after that etcd has
-   * expired it anyway.
+   * Idempotent. The revoke waits at most the lease's remaining time (after that etcd has
+   * expired it anyway) and `callTimeoutMs`; if it fails, it is retried in the background while
+   * the client stays open.
    */
   close(): Promise<void> {
-    this.#closing ??= this.#close();
+    this.#closing ??= (async () => {
+      const remainingMs = this.remainingMs();
+      this.#lose(new SessionClosedError(this.leaseId));
+      if (remainingMs <= 0) return;
+      const timeoutMs = Math.min(remainingMs, this.etcd.options.callTimeoutMs);
+      await revokeUntilGone(this.etcd, this.clock, this.report, this, timeoutMs);
+    })();
     return this.#closing;
   }
 
@@ -153,165 +229,165 @@ export class Session implements AsyncDisposable {
     await this.close();
   }
 
-  async #close(): Promise<void> {
-    const remainingMs = this.#deadline.remainingMs();
-    const wasLost = this.isLost;
-    this.#lose(new SessionClosedError(this.leaseId));
-    if (wasLost || remainingMs <= 0) return;
-    await this.#revoke(Math.min(remainingMs, this.transport.options.callTimeoutMs));
+  /**
+   * @internal Serialises this session's entries for one queue key. The key is named after the
+   * lease, so two entries at once would share it; each waits until the previous one's key is
+   * gone from etcd, then creates it afresh with its own create revision (its own token).
+   */
+  enter(key: string): Slot {
+    const record = this.#slots.get(key) ?? { tail: Promise.resolve(), active: 0 };
+    this.#slots.set(key, record);
+    const turn = record.tail;
+    let left!: () => void;
+    const mine = turn.then(() => new Promise<void>((resolve) => (left = resolve)));
+    record.tail = mine;
+    record.active++;
+    void mine.then(() => record.tail === mine && this.#slots.delete(key));
+    let active = true;
+    const idle = () => {
+      if (active) record.active--;
+      active = false;
+    };
+    const leave = () => {
+      idle();
+      void turn.then(() => left());
+    };
+    return { turn, idle, leave, held: (token) => void (record.token = token) };
   }
 
-  async #revoke(timeoutMs: number): Promise<void> {
-    try {
-      await this.transport.call(
-        'lease revoke',
-        (o) => this.transport.client.leaseClient.leaseRevoke({ ID: this.leaseId.toString() }, o),
-        { idempotent: true, timeoutMs },
-      );
-    } catch {
-      // The lease expires on its own within its TTL; a failed revoke only delays that.
-    }
+  /**
+   * @internal If an entry of this session holds or contends for `key` right now: the token it
+   * holds with (0 while it is still waiting).
+   */
+  busy(key: string): bigint | undefined {
+    const record = this.#slots.get(key);
+    return record && record.active > 0 ? (record.token ?? 0n) : undefined;
+  }
+
+  /** Calls `fn` at `at` (replacing the timer of the same name); all stop when the session ends. */
+  #arm(name: string, at: number, fn: () => void): void {
+    this.#stops.get(name)?.();
+    this.#stops.set(name, callAt(this.clock, at, fn));
   }
 
   #start(signal: AbortSignal | undefined): void {
-    this.#armDeadline();
-    this.#disposables.push(
-      this.transport.onClusterChanged((expected, actual) =>
-        this.#lose(new ClusterChangedError(this.leaseId, expected, actual)),
-      ),
-    );
-    if (signal) {
-      const onAbort = () => void this.close();
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#disposables.push({
-        [Symbol.dispose]: () => signal.removeEventListener('abort', onAbort),
-      });
-    }
-    const intervalMs = Math.min((this.ttlSeconds * 1000) / 3, 2 ** 31 - 1);
-    this.#keepAliveTimer = setInterval(() => this.#sendKeepAlive(), intervalMs);
-    this.#keepAliveTimer.unref();
+    this.#arm('deadline', this.#expiresAt, () => this.isLost);
+    const changed = this.etcd.onChanged((cause) => {
+      this.#lose(new ClusterChangedError(this.leaseId, cause.detail, { cause }));
+    });
+    const onAbort = () => void this.close();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.#stops.set('listeners', () => {
+      changed[Symbol.dispose]();
+      signal?.removeEventListener('abort', onAbort);
+    });
+    const tick = () => {
+      this.#sendKeepAlive();
+      this.#arm('tick', this.clock.now() + (this.ttlSeconds * 1000) / 3, tick);
+    };
+    this.#arm('tick', this.clock.now() + (this.ttlSeconds * 1000) / 3, tick);
     void this.#openStream();
   }
 
-  #armDeadline(): void {
-    this.#cancelDeadline();
-    this.#cancelDeadline = callAt(this.clock, this.#deadline.expiresAt, () => {
-      this.#lose(
-        new LeaseLostError(
-          'deadline',
-          this.leaseId,
-          `no keepalive for lease ${this.leaseId.toString(16)} was answered before its local deadline (TTL ${this.ttlSeconds} s minus ${this.safetyMarginMs} ms safety margin, counted from the send time of the last answered keepalive)`,
-        ),
-      );
-    });
-  }
-
   async #openStream(): Promise<void> {
-    if (this.isLost) return;
+    if (this.#latch.signal.aborted) return;
     let stream: KeepAliveStream;
     try {
-      stream = await this.transport.openKeepAlive();
+      stream = await this.etcd.stream((client) => client.leaseClient.leaseKeepAlive());
     } catch {
-      return this.#reopenLater();
+      return this.#reopenLater(this.#reopenDelayMs);
     }
-    if (this.isLost || this.#stream) return stream.end(); // lost, or another open won
+    if (this.#latch.signal.aborted || this.#stream) return stream.end(); // lost, or another won
     this.#stream = stream;
     this.#sentAt.length = 0;
     const onBroken = () => {
       if (this.#stream !== stream) return;
       this.#stream = undefined;
-      this.#reopenLater();
+      this.#reopenLater(this.#reopenDelayMs);
     };
-    stream.on('data', (res) => {
-      if (this.#stream !== stream) return;
-      this.#reconnectDelayMs = RECONNECT_MIN_MS;
-      this.#onAnswer(res.TTL, res.header);
-    });
+    stream.on('data', (res) => this.#stream === stream && this.#onAnswer(stream, res));
     stream.on('error', onBroken);
     stream.on('end', onBroken);
     this.#sendKeepAlive();
   }
 
-  #reopenLater(): void {
-    if (this.isLost) return;
-    const delay = this.#reconnectDelayMs;
-    this.#reconnectDelayMs = Math.min(delay * 2, RECONNECT_MAX_MS);
-    this.clock.setTimeout(() => void this.#openStream(), delay);
+  #reopenLater(delayMs: number): void {
+    if (this.#latch.signal.aborted) return;
+    this.#reopenDelayMs = Math.min(this.#reopenDelayMs * 2, tunables.retryMaxMs);
+    this.#arm('reopen', this.clock.now() + delayMs, () => void this.#openStream());
   }
 
   #sendKeepAlive(): void {
     const stream = this.#stream;
-    if (!stream || this.isLost) return;
-    const sentAt = this.clock.now();
-    this.#sentAt.push(sentAt);
+    if (!stream || this.#latch.signal.aborted) return;
+    this.#sentAt.push(this.clock.now());
     try {
       stream.write({ ID: this.leaseId.toString() });
     } catch {
       this.#sentAt.pop();
       return;
     }
-    this.clock.setTimeout(() => {
-      if (this.#stream !== stream || this.isLost || this.#sentAt[0] !== sentAt) return;
+    if (this.#sentAt.length === 1) this.#armStuck(stream);
+  }
+
+  /** Watches the oldest unanswered keepalive: unanswered too long means the stream is stuck. */
+  #armStuck(stream: KeepAliveStream): void {
+    const oldest = this.#sentAt[0];
+    if (oldest === undefined) return this.#stops.get('stuck')?.();
+    this.#arm('stuck', oldest + answerTimeoutMs(this.ttlSeconds), () => {
+      if (this.#stream !== stream) return;
       this.#dropStream(true);
       void this.#openStream();
-    }, answerTimeoutMs(this.ttlSeconds));
+    });
   }
 
-  #onAnswer(ttl: string, header: Parameters<EtcdTransport['checkHeader']>[0]): void {
+  #onAnswer(stream: KeepAliveStream, res: ILeaseKeepAliveResponse): void {
     // etcd answers keepalives on one stream in order, so the oldest send time is this answer's.
     const sentAt = this.#sentAt.shift();
-    if (sentAt === undefined || this.isLost) return;
-    if (!this.transport.checkHeader(header)) return;
-    const seconds = Number(ttl);
-    if (!(seconds > 0)) {
+    if (sentAt === undefined) return;
+    this.#armStuck(stream);
+    try {
+      this.etcd.observe(res.header);
+    } catch {
+      return; // closed, or another cluster: the change listener ends the session
+    }
+    // A deadline that passed before this answer could be read is final, like any other read.
+    if (this.isLost) return;
+    if (!(Number(res.TTL) > 0)) {
       // A member that just woke from a pause (or was cut off) can answer from a stale view and
-      // call a live lease expired. Ask again on fresh streams (each may reach another member)
-      // before believing it; the local deadline still bounds how long this can take.
-      if (++this.#goneAnswers < GONE_CONFIRMATIONS) {
-        this.#dropStream();
-        this.clock.setTimeout(() => void this.#openStream(), CONFIRM_DELAY_MS);
-        return;
+      // call a live lease expired. Ask again on fresh streams (each may reach another member);
+      // the local deadline still bounds how long this can take.
+      if (++this.#goneAnswers < tunables.goneConfirmations) {
+        this.#dropStream(false);
+        return this.#reopenLater(tunables.retryMinMs);
       }
-      this.#lose(
-        new LeaseLostError(
-          'gone',
-          this.leaseId,
-          `etcd reports lease ${this.leaseId.toString(16)} no longer exists (TTL ${ttl}): it expired or was revoked`,
-        ),
-      );
-      return;
+      const message = `etcd reports lease ${this.leaseId.toString(16)} no longer exists (TTL ${res.TTL}): it expired or was revoked`;
+      return this.#lose(new LeaseLostError('gone', this.leaseId, message));
     }
     this.#goneAnswers = 0;
-    this.#deadline.answered(sentAt, seconds);
-    this.#armDeadline();
+    this.#reopenDelayMs = tunables.retryMinMs;
+    // Never moves the deadline backwards: answers to earlier sends may arrive late.
+    this.#expiresAt = Math.max(
+      this.#expiresAt,
+      sentAt + Number(res.TTL) * 1000 - this.safetyMarginMs,
+    );
+    this.#arm('deadline', this.#expiresAt, () => this.isLost);
   }
 
-  /**
-   * Stops using the current stream. `stuck` cancels it, which also makes the client treat that
-   * member as failing (its circuit breaker counts it); otherwise the stream is half-closed
-   * gracefully, so a healthy member is not blamed.
-   */
-  #dropStream(stuck = false): void {
-    const stream = this.#stream;
+  #dropStream(stuck: boolean): void {
+    endStream(this.#stream, stuck);
     this.#stream = undefined;
-    try {
-      if (stuck) stream?.cancel();
-      else stream?.end();
-    } catch {
-      // already broken; it is being replaced or discarded either way
-    }
   }
 
   #lose(reason: LeaseLostError): void {
     if (!this.#latch.trip(reason)) return;
-    this.#cancelDeadline();
-    clearInterval(this.#keepAliveTimer);
-    for (const d of this.#disposables.splice(0)) d[Symbol.dispose]();
-    this.#dropStream();
+    if (reason.reason !== 'closed') this.#lost.trip(reason);
+    for (const stop of this.#stops.values()) stop();
+    this.#dropStream(false);
     // A session that only lost touch may still own its lease on the server: revoke it so its
-    // locks pass to the next holder now instead of at expiry. Never after a cluster change,
-    // where the same lease id may belong to someone else.
-    if (reason.reason === 'deadline') void this.#revoke(this.transport.options.callTimeoutMs);
+    // locks pass to the next holder now rather than at expiry.
+    if (reason.reason === 'deadline')
+      void revokeUntilGone(this.etcd, this.clock, this.report, this);
   }
 }
 

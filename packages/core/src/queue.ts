@@ -1,0 +1,324 @@
+/**
+ * The one primitive under locks and elections, as in etcd's Go `concurrency` package: a queue is
+ * the keys `<prefix><segment>/<lease id hex>`, ordered by create revision; the first holds. Every
+ * txn on a queue key lives here: join, wait, withdraw, release and guarded writes.
+ *
+ * A waiter learns it is first from the watch alone: the join txn reads the keys created before
+ * its own, and an etcd watch is ordered and gap-free from its start revision, so once it has seen
+ * each of them deleted it is first — no read after the event, and no thundering herd (waiters
+ * only count deletes). It reads again only when the watch may have missed events. Its own key's
+ * delete or overwrite comes on the same ordered stream, so it is never told "first" after its key
+ * vanished.
+ *
+ * Keys never outlive their reason: withdraw and release keep trying until the key is gone or the
+ * session ends, and the session's local slot stays taken until then, so a later entry of the same
+ * session never adopts a key (and a token) it did not create.
+ */
+import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
+import { raceSignal, sleep, type Clock } from './clock.js';
+import type { LockLostReason } from './errors.js';
+import { cleanUp, isEnded, isTransient, prefixEnd, type Etcd, type Report } from './etcd.js';
+import { LossLatch } from './latch.js';
+import { tunables } from './options.js';
+import type { Session, Slot } from './session.js';
+import { rangeOf, type Watch, type WatchEvent } from './watch.js';
+
+/** Builds the error an entry ends with; locks and elections word it their own way. */
+export type LostError = (reason: LockLostReason, entry: Entry, cause?: unknown) => Error;
+
+const byCreate = (key: Buffer, revision: bigint): ICompare => ({
+  key,
+  target: 'Create',
+  result: 'Equal',
+  create_revision: revision.toString(),
+});
+const byLease = (key: Buffer, session: Session): ICompare => ({
+  key,
+  target: 'Lease',
+  result: 'Equal',
+  lease: session.leaseId.toString(),
+});
+const revisionOf = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+
+export class Queue {
+  constructor(
+    readonly etcd: Etcd,
+    readonly watch: Watch,
+    readonly clock: Clock,
+    readonly report: Report,
+  ) {}
+
+  /** The queue of `segment` (an encoded name). */
+  range(segment: string): string {
+    return `${this.watch.prefix}${segment}/`;
+  }
+
+  /**
+   * Puts the session's key in the queue of `segment` (once any earlier entry of this session for
+   * it has left) and reads who is ahead, in one txn: create the key if absent, else adopt it (a
+   * retry whose first answer was lost). Rejects with `signal.reason` as soon as the signal
+   * aborts; whatever the txn created is then removed in the background.
+   */
+  async join(
+    segment: string,
+    session: Session,
+    opts: { value: Buffer; signal: AbortSignal; lostError: LostError },
+  ): Promise<Entry> {
+    const range = this.range(segment);
+    const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
+    const slot = session.enter(key.toString());
+    try {
+      await raceSignal(slot.turn, opts.signal);
+      session.throwIfLost();
+    } catch (err) {
+      slot.leave();
+      throw err;
+    }
+    const all = { key: Buffer.from(range), range_end: prefixEnd(range) };
+    const put = { key, value: opts.value, lease: session.leaseId.toString() };
+    const sent = this.etcd.txn(
+      'queue join',
+      {
+        compare: [byCreate(key, 0n)],
+        success: [{ request_put: put }, { request_range: all }],
+        failure: [{ request_range: { key } }, { request_range: all }],
+      },
+      { idempotent: true },
+    );
+    let res: ITxnResponse;
+    try {
+      res = await raceSignal(sent, opts.signal);
+    } catch (err) {
+      // The txn may still land: once it has settled, remove whatever it made. Only this slot
+      // can have made a key with this lease, so the lease is the guard.
+      slot.idle();
+      const guard = byLease(key, session);
+      void sent.catch(() => {}).then(() => this.remove('withdraw', session, key, guard, slot));
+      throw err;
+    }
+    const token = res.succeeded
+      ? BigInt(res.header.revision)
+      : revisionOf(res.responses[0]!.response_range.kvs[0]!);
+    const ahead = res.responses[1]!.response_range.kvs.filter((kv) => revisionOf(kv) < token).sort(
+      (a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1),
+    );
+    const entry = new Entry(this, session, slot, key.toString(), token, opts.lostError);
+    entry.listen(ahead, BigInt(res.header.revision));
+    return entry;
+  }
+
+  /**
+   * Deletes `key` under `guard` until it is gone or the session ends (see `cleanUp`), then
+   * leaves the slot. After a refusal the slot stays taken: this session must never adopt the
+   * leftover key, and with it a token it did not create.
+   */
+  remove(what: string, session: Session, key: Buffer, guard: ICompare, slot: Slot): Promise<void> {
+    slot.idle();
+    const once = async () => {
+      const request = {
+        compare: [guard],
+        success: [{ request_delete_range: { key } }],
+        failure: [],
+      };
+      await this.etcd.txn(`lock ${what}`, request, { idempotent: true });
+      slot.leave();
+    };
+    // Its keys go with the lease (revoked, or expiring) once the session has ended.
+    const moot = (err?: unknown) => {
+      const ended = session.isLost || isEnded(err);
+      if (ended) slot.leave();
+      return ended;
+    };
+    return cleanUp(this.clock, this.report, `lock ${what} of ${key.toString()}`, once, moot);
+  }
+}
+
+/**
+ * One session's key in one queue: waiting, then first (holding), then ended. Owned by the handle
+ * that made it (a lock or a campaign), which turns its end into that handle's error.
+ */
+export class Entry {
+  readonly #end = new LossLatch<Error>();
+  #ahead = new Set<string>();
+  /** Events below this revision are already reflected in what the entry knows. */
+  #from = 0n;
+  #unsure = false;
+  #reading: 'no' | 'yes' | 'again' = 'no';
+  #isFirst = false;
+  #becameFirst = () => {};
+  readonly #first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
+  #stop = () => {};
+  #removing: Promise<void> | undefined;
+  /** The first key of the queue when this entry joined, if not this one. */
+  holder: IKeyValue | undefined;
+
+  constructor(
+    private readonly queue: Queue,
+    readonly session: Session,
+    private readonly slot: Slot,
+    /** The etcd key of this entry. */
+    readonly key: string,
+    /** The key's create revision: its place in the queue and its fencing token. */
+    readonly token: bigint,
+    private readonly lostError: LostError,
+  ) {}
+
+  /** @internal Starts following the queue from the join's read. */
+  listen(ahead: IKeyValue[], readAt: bigint): void {
+    this.holder = ahead[0];
+    this.#ahead = new Set(ahead.map((kv) => kv.key.toString()));
+    this.#from = readAt + 1n;
+    const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
+      event: (e) => this.#event(e),
+      unsure: () => this.#reread(),
+    });
+    const signal = this.session.signal;
+    const onLost = () => this.#lose('session', signal.reason);
+    signal.addEventListener('abort', onLost, { once: true });
+    this.#stop = () => {
+      sub[Symbol.dispose]();
+      signal.removeEventListener('abort', onLost);
+    };
+    if (signal.aborted) onLost();
+    this.#maybeFirst();
+  }
+
+  /** Whether this entry is first in its queue (holds). */
+  get isFirst(): boolean {
+    return this.#isFirst && !this.#end.reason;
+  }
+
+  /** Aborts with the entry's error when it ends other than by `remove()`. */
+  get signal(): AbortSignal {
+    return this.#end.signal;
+  }
+
+  /**
+   * Resolves once first; rejects with `signal.reason` on abort or with the entry's error if it
+   * ends first. A rejected entry is withdrawn in the background.
+   */
+  async waitFirst(signal: AbortSignal): Promise<void> {
+    try {
+      await raceSignal(this.#first, AbortSignal.any([signal, this.#end.signal]));
+      this.session.throwIfLost(); // a stalled loop may have passed the deadline meanwhile
+    } catch (err) {
+      void this.remove('withdraw').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Runs `ops` in one txn only while this entry still owns its key (same create revision, same
+   * lease). Not retried: a write that timed out may have landed. If the key is no longer ours
+   * the entry ends (deleted or overwritten) and this rejects with its error.
+   */
+  async txn(what: string, ops: IRequestOp[]): Promise<bigint> {
+    this.session.throwIfLost();
+    this.#end.signal.throwIfAborted();
+    const key = Buffer.from(this.key);
+    const compare = [byCreate(key, this.token), byLease(key, this.session)];
+    const failure = [{ request_range: { key } }];
+    const res = await this.queue.etcd.txn(
+      what,
+      { compare, success: ops, failure },
+      { idempotent: false },
+    );
+    if (!res.succeeded) {
+      this.#lose(res.responses[0]?.response_range.kvs[0] ? 'overwritten' : 'deleted');
+      this.#end.signal.throwIfAborted();
+    }
+    return BigInt(res.header.revision);
+  }
+
+  /**
+   * Deletes the key, guarded by its create revision, so a late or repeated call never removes a
+   * newer entry's key. Idempotent. See {@link Queue.remove} for failures.
+   */
+  remove(what: 'release' | 'withdraw'): Promise<void> {
+    this.#stop();
+    const key = Buffer.from(this.key);
+    this.#removing ??= this.queue.remove(
+      what,
+      this.session,
+      key,
+      byCreate(key, this.token),
+      this.slot,
+    );
+    return this.#removing;
+  }
+
+  #event({ kind, kv, revision }: WatchEvent): void {
+    if (revision < this.#from || this.#end.reason) return;
+    const key = kv.key.toString();
+    if (key === this.key) {
+      if (kind === 'delete') return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
+      if (kv.lease !== this.session.leaseId.toString() || revisionOf(kv) !== this.token) {
+        this.#lose('overwritten');
+      }
+    } else if (kind === 'delete' && this.#ahead.delete(key)) {
+      this.#maybeFirst();
+    }
+  }
+
+  #maybeFirst(): void {
+    if (this.#isFirst || this.#unsure || this.#ahead.size > 0 || this.#end.reason) return;
+    this.#isFirst = true;
+    this.slot.held(this.token);
+    this.#becameFirst();
+  }
+
+  /**
+   * Re-reads the queue after the watch may have missed events; one read in flight per entry.
+   * Deletes seen while the read is out were already applied to `#ahead`, and keys only ever
+   * leave that set, so the new set is the intersection of the two.
+   */
+  #reread(): void {
+    this.#unsure = true;
+    if (this.#reading !== 'no') {
+      this.#reading = 'again';
+      return;
+    }
+    this.#reading = 'yes';
+    void this.#read().finally(() => {
+      const again = this.#reading === 'again';
+      this.#reading = 'no';
+      if (again) this.#reread();
+    });
+  }
+
+  async #read(): Promise<void> {
+    const range = rangeOf(this.key);
+    const request = { key: Buffer.from(range), range_end: prefixEnd(range), keys_only: true };
+    for (let delay: number = tunables.retryMinMs; !this.#end.reason && !this.#removing;) {
+      try {
+        const res = await this.queue.etcd.range('queue check', request);
+        if (this.#end.reason || this.#removing) return;
+        const mine = res.kvs.find((kv) => kv.key.toString() === this.key);
+        if (!mine || revisionOf(mine) !== this.token) {
+          return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
+        }
+        if (mine.lease !== this.session.leaseId.toString()) return this.#lose('overwritten');
+        const ahead = res.kvs
+          .filter((kv) => revisionOf(kv) < this.token)
+          .map((kv) => kv.key.toString());
+        this.#ahead = new Set(ahead.filter((k) => this.#ahead.has(k)));
+        if (BigInt(res.header.revision) >= this.#from)
+          this.#from = BigInt(res.header.revision) + 1n;
+        this.#unsure = false;
+        return this.#maybeFirst();
+      } catch (err) {
+        if (!isTransient(err)) return; // ended (session or client), or refused: nothing to learn
+      }
+      await sleep(this.queue.clock, delay);
+      delay = Math.min(delay * 2, tunables.retryMaxMs);
+    }
+  }
+
+  #lose(reason: LockLostReason, cause?: unknown): void {
+    if (this.#end.reason || this.#removing) return;
+    this.#end.trip(this.lostError(reason, this, cause));
+    // Deleted: nothing to remove. Overwritten: the key still blocks the queue. Session: its keys
+    // go with the lease. `remove` handles all three.
+    void this.remove('withdraw').catch(() => undefined);
+  }
+}
