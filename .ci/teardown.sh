@@ -18,6 +18,13 @@ if command -v podman >/dev/null 2>&1; then
     podman rm -f -t 2 $ids >/dev/null 2>&1 || true
     echo "teardown: removed $(echo "$ids" | wc -w) container(s)"
   fi
+  # Members' data volumes (restorable clusters keep their data in named volumes), same labels.
+  vols=$(podman volume ls -q "${filters[@]}" 2>/dev/null || true)
+  if [ -n "$vols" ]; then
+    # shellcheck disable=SC2086 # one name per word
+    podman volume rm -f $vols >/dev/null 2>&1 || true
+    echo "teardown: removed $(echo "$vols" | wc -w) volume(s)"
+  fi
 fi
 
 # The Podman service, only when setup-podman-etcd.sh started it for this run (pid recorded).

@@ -1,4 +1,5 @@
-// Prints "N passed, N failed, N skipped" from vitest's JSON report.
+// Prints the totals from vitest's JSON report: skipped tests on one line, then, last,
+// "N passed, N failed" (a suite that failed to load counts as failed).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -9,7 +10,8 @@ export function printTotals() {
   try {
     report = JSON.parse(readFileSync(reportPath, 'utf8'));
   } catch {
-    console.log('0 passed, 1 failed (no vitest report at .vitest-results.json)');
+    console.log('no vitest report at .vitest-results.json: counting the run as one failure');
+    console.log('0 passed, 1 failed');
     return 1;
   }
   const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
@@ -17,9 +19,8 @@ export function printTotals() {
   const brokenFiles = (report.testResults ?? []).filter(
     (file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0,
   ).length;
-  console.log(
-    `${report.numPassedTests} passed, ${report.numFailedTests + brokenFiles} failed, ${skipped} skipped`,
-  );
+  console.log(`${skipped} skipped`);
+  console.log(`${report.numPassedTests} passed, ${report.numFailedTests + brokenFiles} failed`);
   return 0;
 }
 

@@ -6,7 +6,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { connect, isAuthError, isClusterChangedError, type Leasehold } from '@leasehold/core';
+import {
+  connect,
+  isAuthError,
+  isClusterChangedError,
+  isConnectError,
+  type Leasehold,
+} from '@leasehold/core';
 import { startEtcd, TcpFaultProxy } from '@leasehold/testing';
 import { describe, expect, it } from 'vitest';
 import { etcdClient, onCleanup, uniquePrefix, waitFor } from '../setup/etcd.js';
@@ -17,7 +23,9 @@ const haveEtcdctl = spawnSync(etcdctl, ['version']).status === 0;
 
 describe('close() during an etcd outage', () => {
   it('lets a process holding a lock exit within 2 s after etcd is killed', async () => {
-    await using etcd = await own();
+    // A killed etcd process closes its sockets at once, so the client's streams are already
+    // reconnecting when close() comes: the case the first pass leaked a reconnect loop in.
+    await using etcd = await startEtcd({ provider: 'binary' });
     const script = fileURLToPath(new URL('./workers/close-worker.mjs', import.meta.url));
     const child = spawn(process.execPath, [script, etcd.endpoints.join(',')], {
       stdio: ['pipe', 'pipe', 'inherit'],
@@ -30,6 +38,12 @@ describe('close() during an etcd outage', () => {
         'held',
       );
       await etcd.members[0]!.kill();
+      // The outage is visible (a fresh connect fails after retrying for a while), so the child's
+      // watch and keepalive streams have broken and are trying to reconnect when close() comes.
+      const probe = await connect({ endpoints: etcd.endpoints, dialTimeoutMs: 1_500 }).catch(
+        (e: unknown) => e,
+      );
+      expect(isConnectError(probe)).toBe(true);
       const closing = performance.now();
       child.stdin.write('close\n');
       expect(await waitFor(() => next(), { timeoutMs: 5_000, what: 'child closed' })).toBe(

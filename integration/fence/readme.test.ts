@@ -3,44 +3,16 @@
  * import must type-check as written against the built package, and the quick start must run
  * against real etcd and PostgreSQL.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedEndpoints } from '../setup/etcd.js';
+import { runModule, typeErrors } from '../setup/programs.js';
 import { describeWith, findPostgres, pgPool, uniqueName, type PgPool } from './stores.js';
 
 const fenceDir = fileURLToPath(new URL('../../packages/fence/', import.meta.url));
 const readme = readFileSync(`${fenceDir}README.md`, 'utf8');
 const programs = [...readme.matchAll(/```ts\n(import [\s\S]*?)```/g)].map((m) => m[1]!);
-
-/** Type-checks `code` as if it were a module inside packages/fence (so its imports resolve). */
-function typeErrors(code: string): string[] {
-  const file = `${fenceDir}readme-example.mts`;
-  const options: ts.CompilerOptions = {
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: ['node'],
-  };
-  const host = ts.createCompilerHost(options);
-  const onDisk = { ...host };
-  host.getCurrentDirectory = () => fileURLToPath(new URL('../../', import.meta.url));
-  host.fileExists = (name) => name === file || onDisk.fileExists(name);
-  host.readFile = (name) => (name === file ? code : onDisk.readFile(name));
-  host.getSourceFile = (name, version, ...rest) =>
-    name === file
-      ? ts.createSourceFile(name, code, version)
-      : onDisk.getSourceFile(name, version, ...rest);
-  const program = ts.createProgram([file], options, host);
-  return ts
-    .getPreEmitDiagnostics(program)
-    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-}
 
 describe('fence README', () => {
   it('has a quick start and examples for Redis, etcd and the conformance suite', () => {
@@ -71,7 +43,7 @@ describe('fence README', () => {
   it.each(programs.map((code, i) => [i, code.split('\n', 1)[0], code] as const))(
     'example %i (%s ...) type-checks as written',
     (_i, _first, code) => {
-      expect(typeErrors(code)).toEqual([]);
+      expect(typeErrors(code, fenceDir)).toEqual([]);
     },
     30_000,
   );
@@ -91,12 +63,9 @@ describeWith(await findPostgres(), 'fence README quick start', (url) => {
   });
 
   it('runs as written against etcd and PostgreSQL', async () => {
-    const js = ts.transpileModule(programs[0]!, {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    }).outputText;
     const withSchema = new URL(url);
     withSchema.searchParams.set('options', `-c search_path=${schema}`);
-    const { code, output } = await runModule(js, {
+    const { code, output } = await runModule(programs[0]!, fenceDir, {
       DATABASE_URL: withSchema.toString(),
       ETCD_ENDPOINTS: sharedEndpoints().join(','),
     });
@@ -108,23 +77,3 @@ describeWith(await findPostgres(), 'fence README quick start', (url) => {
     expect(fences.rows).toEqual([{ resource: 'invoice-42' }]);
   });
 });
-
-/** Runs ES module source with Node from packages/fence, where the README's imports resolve. */
-function runModule(
-  source: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module'], {
-      cwd: fenceDir,
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, output }));
-    child.stdin.end(source);
-  });
-}

@@ -27,6 +27,7 @@ import {
 } from 'cockatiel';
 import {
   Etcd3,
+  GRPCDeadlineExceededError,
   isRecoverableError,
   type IOptions,
   type IRangeRequest,
@@ -360,7 +361,7 @@ export class Etcd {
         `every member (${at}) failed its last calls and rests ${tunables.breakerHalfOpenMs} ms before it is tried again`,
       );
     }
-    if (e.name === 'GRPCDeadlineExceededError') {
+    if (e instanceof GRPCDeadlineExceededError) {
       return unavailable(`no answer from ${at} within ${timeoutMs} ms (callTimeoutMs)`);
     }
     if (isRecoverableError(e)) return unavailable(`could not reach etcd at ${at} (${e.message})`);

@@ -101,12 +101,18 @@ export async function tryAcquire(
   // wait for that a bounded time, not for as long as someone holds the lock.
   const ms = maker.locks.etcd.options.callTimeoutMs;
   const why = `lock ${JSON.stringify(name)}: an earlier hold of it on this session was still being removed from etcd after ${ms} ms`;
-  using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
-  const [session, signal] = await sessionFor(maker, options, bound.signal);
+  const [session, signal] = await sessionFor(maker, options, undefined);
   const key = `${maker.locks.range(segment)}${session.leaseId.toString(16)}`;
   const mine = session.busy(key);
   if (mine !== undefined) throw new LockTakenError(name, key, mine);
-  const entry = await maker.locks.join(segment, session, { value: EMPTY, signal, lostError });
+  using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
+  const turnSignal = bound.signal;
+  const entry = await maker.locks.join(segment, session, {
+    value: EMPTY,
+    signal,
+    lostError,
+    turnSignal,
+  });
   if (entry.isFirst) return Lock.held(entry, name);
   const holder = entry.holder!;
   await entry.remove('withdraw');

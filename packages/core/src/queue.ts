@@ -15,7 +15,7 @@
  * session never adopts a key (and a token) it did not create.
  */
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
-import { raceSignal, sleep, type Clock } from './clock.js';
+import { anySignal, raceSignal, sleep, type Clock } from './clock.js';
 import type { LockLostReason } from './errors.js';
 import { cleanUp, isEnded, isTransient, prefixEnd, type Etcd, type Report } from './etcd.js';
 import { LossLatch } from './latch.js';
@@ -57,18 +57,19 @@ export class Queue {
    * Puts the session's key in the queue of `segment` (once any earlier entry of this session for
    * it has left) and reads who is ahead, in one txn: create the key if absent, else adopt it (a
    * retry whose first answer was lost). Rejects with `signal.reason` as soon as the signal
-   * aborts; whatever the txn created is then removed in the background.
+   * aborts (`turnSignal`: only while waiting for this session's earlier entry to leave);
+   * whatever the txn created is then removed in the background.
    */
   async join(
     segment: string,
     session: Session,
-    opts: { value: Buffer; signal: AbortSignal; lostError: LostError },
+    opts: { value: Buffer; signal: AbortSignal; lostError: LostError; turnSignal?: AbortSignal },
   ): Promise<Entry> {
     const range = this.range(segment);
     const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
     const slot = session.enter(key.toString());
     try {
-      await raceSignal(slot.turn, opts.signal);
+      await raceSignal(slot.turn, anySignal(opts.signal, opts.turnSignal));
       session.throwIfLost();
     } catch (err) {
       slot.leave();

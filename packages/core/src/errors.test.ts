@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AuthError,
+  ClientClosedError,
+  ClusterChangedError,
+  ConnectError,
+  EtcdRequestError,
+  EtcdUnavailableError,
+  InvalidArgumentError,
+  isAuthError,
+  isClientClosedError,
+  isClusterChangedError,
+  isConnectError,
+  isEtcdRequestError,
+  isEtcdUnavailableError,
+  isInvalidArgumentError,
+  isLeaseholdError,
+  isLeaseLostError,
+  isSessionClosedError,
+  SessionClosedError,
+} from './errors.js';
+
+describe('errors', () => {
+  it('carry name, code and cause', () => {
+    const cause = new Error('grpc said no');
+    const err = new EtcdUnavailableError('etcd lock release failed: ...', { cause });
+    expect(err.name).toBe('EtcdUnavailableError');
+    expect(err.code).toBe('ETCD_UNAVAILABLE');
+    expect(err.cause).toBe(cause);
+    expect(new ConnectError('x', ['http://a:1']).endpoints).toEqual(['http://a:1']);
+  });
+
+  it('each guard answers for its own class only', () => {
+    const all = [
+      [new InvalidArgumentError('x'), isInvalidArgumentError],
+      [new ConnectError('x', []), isConnectError],
+      [new AuthError('x'), isAuthError],
+      [new EtcdUnavailableError('x'), isEtcdUnavailableError],
+      [new EtcdRequestError('x'), isEtcdRequestError],
+      [new ClientClosedError(), isClientClosedError],
+      [new SessionClosedError(1n), isSessionClosedError],
+      [new ClusterChangedError(1n, 'x'), isClusterChangedError],
+    ] as const;
+    for (const [err, guard] of all) {
+      for (const [other] of all) expect(guard(other)).toBe(other === err);
+      expect(isLeaseholdError(err)).toBe(true);
+    }
+    expect(isLeaseLostError(new SessionClosedError(1n))).toBe(true);
+    expect(isLeaseLostError(new ClusterChangedError(1n, 'x'))).toBe(true);
+  });
+
+  it("never answer for @leasehold/fence's errors, which carry their own brand", () => {
+    const fenceError = Object.assign(new Error('stale'), { code: 'INVALID_ARGUMENT' });
+    Object.defineProperty(fenceError, Symbol.for('leasehold.fence.error'), {
+      value: 'INVALID_ARGUMENT',
+    });
+    expect(isLeaseholdError(fenceError)).toBe(false);
+    expect(isInvalidArgumentError(fenceError)).toBe(false);
+    expect(isLeaseholdError({ code: 'LOCK_LOST' })).toBe(false);
+    expect(isLeaseholdError(null)).toBe(false);
+  });
+});
