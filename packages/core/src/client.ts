@@ -64,7 +64,9 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name]);
   const endpoints = validateEndpoints(options.endpoints);
+  const clock = options.clock ?? systemClock;
   const etcdOptions = {
+    clock,
     endpoints,
     dialTimeoutMs: ms('dialTimeoutMs'),
     callTimeoutMs: ms('callTimeoutMs'),
@@ -78,13 +80,7 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   const signal = validateSignal(options.signal);
   signal?.throwIfAborted();
   const etcd = await Etcd.open(etcdOptions, lockPrefix, signal);
-  const client = new Leasehold(
-    etcd,
-    options.clock ?? systemClock,
-    lockPrefix,
-    recheckIntervalMs,
-    shared,
-  );
+  const client = new Leasehold(etcd, clock, lockPrefix, recheckIntervalMs, shared);
   signal?.addEventListener('abort', () => void client.close(), { once: true });
   return client;
 }

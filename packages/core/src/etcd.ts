@@ -46,11 +46,12 @@ import {
   isLeaseholdError,
   type LeaseholdError,
 } from './errors.js';
-import { raceSignal, sleep, systemClock, type Clock } from './clock.js';
+import { raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
 import { Listeners } from './latch.js';
 import { tunables, type AuthOptions, type TlsOptions } from './options.js';
 
 export interface EtcdOptions {
+  clock: Clock;
   endpoints: string[];
   dialTimeoutMs: number;
   callTimeoutMs: number;
@@ -210,14 +211,14 @@ export class Etcd {
    */
   static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
     const etcd = new Etcd(options);
-    const giveUpAt = performance.now() + options.dialTimeoutMs;
+    const giveUpAt = options.clock.now() + options.dialTimeoutMs;
     try {
       for (
         let delay: number = tunables.retryMinMs;
         ;
         delay = Math.min(delay * 2, tunables.retryMaxMs)
       ) {
-        const timeoutMs = Math.max(1, giveUpAt - performance.now());
+        const timeoutMs = Math.max(1, giveUpAt - options.clock.now());
         const started = etcd.client.kv.range(
           { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
           { deadline: Date.now() + timeoutMs },
@@ -231,7 +232,7 @@ export class Etcd {
           signal?.throwIfAborted();
           const error = etcd.#wrap('connect', err, timeoutMs);
           if (error.code !== 'ETCD_UNAVAILABLE') throw error; // refused: retrying will not help
-          if (performance.now() + delay >= giveUpAt) {
+          if (options.clock.now() + delay >= giveUpAt) {
             throw new ConnectError(
               `could not reach etcd at ${options.endpoints.join(', ')} within ${options.dialTimeoutMs} ms (dialTimeoutMs): ${error.message}`,
               options.endpoints,
@@ -239,7 +240,7 @@ export class Etcd {
             );
           }
         }
-        await sleep(systemClock, delay, signal);
+        await sleep(options.clock, delay, signal);
       }
     } catch (err) {
       etcd.close();
@@ -326,12 +327,31 @@ export class Etcd {
     this.#answers++;
   }
 
-  /** Opens a stream on one member; `close()` cancels every stream still open. */
+  /**
+   * Opens a stream on one member within `callTimeoutMs` (opening may authenticate first, on a
+   * member that may be frozen); `close()` cancels every stream still open.
+   */
   async stream<Req, Res>(
     open: (client: Etcd3) => Promise<Stream<Req, Res>>,
   ): Promise<Stream<Req, Res>> {
     this.assertUsable();
-    const stream = await open(this.client);
+    const ms = this.options.callTimeoutMs;
+    const opening = open(this.client);
+    const bound = timeoutSignal(this.options.clock, ms, () =>
+      this.#wrap('stream open', new GRPCDeadlineExceededError(), ms),
+    );
+    let stream: Stream<Req, Res>;
+    try {
+      stream = await raceSignal(opening, bound.signal);
+    } catch (err) {
+      void opening.then(
+        (late) => endStream(late, true),
+        () => {},
+      );
+      throw this.#wrap('stream open', err, ms);
+    } finally {
+      bound[Symbol.dispose]();
+    }
     if (this.#closed) endStream(stream, true);
     this.assertUsable();
     const tracked = stream as unknown as Stream<unknown, unknown>;
