@@ -213,19 +213,27 @@ describe('withLock()', () => {
     expect(s.store.has('L/job/ff')).toBe(false);
   });
 
-  it('rethrows fn’s error when the release is refused, reporting the refusal once', async () => {
-    const s = setup();
-    const refusal = new EtcdRequestError('permission denied (fake)');
-    const { errors } = failRelease(s, refusal);
-    const failure = new Error('job failed');
-    await expect(
-      s.client.withLock('job', () => {
+  it.each<[string, (failure: Error) => () => Promise<never> | never]>([
+    [
+      'throws',
+      (failure) => () => {
         throw failure;
-      }),
-    ).rejects.toBe(failure);
-    expect(errors).toEqual([refusal]);
-    expect(isEtcdRequestError(errors[0])).toBe(true);
-  });
+      },
+    ],
+    ['rejects', (failure) => () => Promise.reject(failure)],
+  ])(
+    'when fn %s, rethrows its error even though the release is refused, reporting the refusal once',
+    async (_how, makeFn) => {
+      const s = setup();
+      const refusal = new EtcdRequestError('permission denied (fake)');
+      const { errors } = failRelease(s, refusal);
+      const failure = new Error('job failed');
+      await expect(s.client.withLock('job', makeFn(failure))).rejects.toBe(failure);
+      expect(errors).toEqual([refusal]);
+      expect(isEtcdRequestError(errors[0])).toBe(true);
+      expect(s.count(RELEASE)).toBe(1);
+    },
+  );
 
   it('without listeners, a clean-up error becomes a process warning with code LEASEHOLD_CLEANUP', async () => {
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);

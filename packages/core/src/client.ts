@@ -1,5 +1,5 @@
 import { raceSignal, systemClock, type Clock } from './clock.js';
-import type { LeaseholdError } from './errors.js';
+import { ClientClosedError, type LeaseholdError } from './errors.js';
 import { Etcd } from './etcd.js';
 import { Listeners } from './latch.js';
 import {
@@ -130,7 +130,7 @@ export class Leasehold implements AsyncDisposable {
     const session = await Session.create(this.etcd, this.clock, (e) => this.#report(e), options);
     if (this.#closing) {
       await session.close();
-      this.etcd.assertUsable();
+      throw new ClientClosedError();
     }
     this.#sessions.add(session);
     session.signal.addEventListener('abort', () => this.#sessions.delete(session), { once: true });
@@ -142,7 +142,7 @@ export class Leasehold implements AsyncDisposable {
    * in the process. After it is lost, the next call grants one fresh lease, however many calls
    * ask at once. `signal` only stops this caller's wait; the grant goes on for the others.
    */
-  sharedSession(signal?: AbortSignal): Promise<Session> {
+  async sharedSession(signal?: AbortSignal): Promise<Session> {
     this.etcd.assertUsable();
     const current = this.#shared;
     if (current && !current.isLost) return Promise.resolve(current);

@@ -100,7 +100,7 @@ export function watchEvent(
   kind: 'put' | 'delete',
   key: string,
   revision: bigint,
-  opts: { create?: bigint; lease?: bigint | string; value?: string } = {},
+  opts: { create?: bigint; lease?: bigint | number | string; value?: string } = {},
 ): WatchEvent {
   const kv: IKeyValue =
     kind === 'put'
@@ -208,7 +208,7 @@ export class FakeKv {
   }
 
   /** Puts `key` at a new revision (another client's write) and returns its watch event. */
-  put(key: string, opts: { lease?: bigint | string; value?: string } = {}): WatchEvent {
+  put(key: string, opts: { lease?: bigint | number | string; value?: string } = {}): WatchEvent {
     this.revision++;
     const lease = String(opts.lease ?? '0');
     return this.#put(Buffer.from(key), Buffer.from(opts.value ?? ''), lease, this.revision);

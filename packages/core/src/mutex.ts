@@ -232,9 +232,9 @@ export class Lock implements AsyncDisposable {
   /**
    * Releases the lock: its `signal` aborts at once, then its key is deleted only if it still has
    * this hold's create revision, so a late or repeated release never deletes a newer holder's
-   * key. Idempotent. If etcd cannot be reached the delete goes on in the background until it
-   * succeeds or the session ends (reported through `client.onCleanupError`), and this resolves;
-   * it rejects only if etcd refuses the delete outright.
+   * key. Idempotent. Resolves after the first attempt: if etcd cannot be reached the delete goes
+   * on in the background until it succeeds or the session ends, and failures and refusals are
+   * reported through `client.onCleanupError`, never thrown.
    */
   release(): Promise<void> {
     this.#releasing ??= (async () => {

@@ -28,7 +28,7 @@ class Lost extends Error {
   constructor(
     readonly reason: LockLostReason,
     readonly key: string,
-    readonly cause?: unknown,
+    override readonly cause?: unknown,
   ) {
     super(`lost: ${reason}`);
   }
@@ -281,6 +281,16 @@ describe('Entry while unsure', () => {
     expect((first.error as Lost).reason).toBe('expired-in-queue');
   });
 
+  it('a re-read that finds its key under another lease ends it (overwritten)', async () => {
+    const { join, store, watch } = await setup();
+    store.put('L/m/a', { lease: 7 });
+    const entry = await join();
+    store.put(KEY, { lease: 7 }); // the watch missed this
+    watch.unsure();
+    await flush();
+    expect(reasonOf(entry)).toBe('overwritten');
+  });
+
   it('intersects the re-read with deletes seen meanwhile: a key deleted after the read’s revision does not come back', async () => {
     const { join, store, watch, handlers } = await setup();
     store.put('L/m/a', { lease: 7 });
@@ -306,7 +316,7 @@ describe('Entry while unsure', () => {
     const { join, store, watch, handlers, count } = await setup();
     store.put('L/m/a', { lease: 7 });
     const entry = await join();
-    const reads: ReturnType<typeof deferred>[] = [];
+    const reads: { resolve: () => void }[] = [];
     handlers.range = async (_what, _request, apply) => {
       const d = deferred();
       reads.push(d);

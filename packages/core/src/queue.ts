@@ -180,6 +180,7 @@ export class Entry {
       sub[Symbol.dispose]();
       signal.removeEventListener('abort', onLost);
     };
+    if (this.#removing) this.#stop(); // a replayed event ended it while subscribing
     if (signal.aborted) onLost();
     this.#maybeFirst();
   }
