@@ -13,6 +13,7 @@ import {
 import {
   defaults,
   invalid,
+  MAX_TIMER_MS,
   validateAttempts,
   validateAuth,
   validateDurationMs,
@@ -62,7 +63,7 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   if (typeof options !== 'object' || options === null)
     throw invalid('options', 'an object', options);
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
-    validateDurationMs(name, options[name] ?? defaults[name]);
+    validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = validateEndpoints(options.endpoints);
   const clock = options.clock ?? systemClock;
   const etcdOptions = {
@@ -76,7 +77,9 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   };
   const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
   const recheckIntervalMs = ms('recheckIntervalMs');
-  const shared = { ...sessionSettings(options.session ?? {}, 'session').options };
+  const shared = {
+    ...sessionSettings(options.session === undefined ? {} : options.session, 'session').options,
+  };
   const signal = validateSignal(options.signal);
   signal?.throwIfAborted();
   const etcd = await Etcd.open(etcdOptions, lockPrefix, signal);

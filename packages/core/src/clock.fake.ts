@@ -20,7 +20,7 @@ import type {
 } from 'etcd3';
 import type { Clock } from './clock.js';
 import { ClientClosedError, EtcdUnavailableError } from './errors.js';
-import type { Etcd } from './etcd.js';
+import { prefixEnd, type Etcd } from './etcd.js';
 import { rangeOf, type Watch, type WatchEvent, type WatchListener } from './watch.js';
 
 export interface FakeClock extends Clock {
@@ -477,6 +477,13 @@ export function fakeWatch(prefix: string) {
     },
     unsure(): void {
       for (const s of live()) s.listener.unsure();
+    },
+    /** Hands every live subscription the keys of its range, as the periodic check does. */
+    verify(store: { range(r: IRangeRequest): IRangeResponse }): void {
+      for (const s of live()) {
+        const res = store.range({ key: Buffer.from(s.range), range_end: prefixEnd(s.range) });
+        s.listener.verify(res.kvs, BigInt(res.header.revision));
+      }
     },
   };
 }

@@ -92,10 +92,11 @@ export const isEnded = (err: unknown): boolean =>
   isLeaseholdError(err) && (err.code === 'CLIENT_CLOSED' || err.code === 'CLUSTER_CHANGED');
 
 /**
- * Clean-up that must happen even while etcd is away (a revoke, a key removal): runs `once` and
- * returns; if that failed transiently, reports it once and keeps retrying in the background
- * (backoff up to `retryMaxMs`) until it succeeds, `moot(err)` says it no longer matters, the
- * client ends, `giveUp()` says stop, or etcd refuses outright (reported).
+ * Clean-up that must happen even while etcd is away (a revoke, a key removal): runs `once` (a
+ * single call, one deadline: whoever awaits this waits at most that long) and returns; if that
+ * failed transiently, reports it once and keeps retrying in the background (backoff up to
+ * `retryMaxMs`) until it succeeds, `moot(err)` says it no longer matters, the client ends,
+ * `giveUp()` says stop, or etcd refuses outright (reported).
  */
 export async function cleanUp(
   clock: Clock,
@@ -158,6 +159,8 @@ export class Etcd {
   #clusterId = '';
   /** Highest header revision seen on any answer: every one of them was committed. */
   #revision = 0n;
+  /** Highest raft term seen on any answer. */
+  #term = 0n;
   #changed: ClusterChangedError | undefined;
   #closed = false;
   #answers = 0;
@@ -227,6 +230,7 @@ export class Etcd {
           const res = signal ? await raceSignal(started, signal) : await started;
           etcd.#clusterId = res.header.cluster_id;
           etcd.#revision = BigInt(res.header.revision);
+          etcd.#term = BigInt(res.header.raft_term);
           return etcd;
         } catch (err) {
           signal?.throwIfAborted();
@@ -270,29 +274,36 @@ export class Etcd {
 
   /**
    * Runs one unary call with a deadline (`timeoutMs`, default `callTimeoutMs`) and checks the
-   * answer's header. `idempotent`: safe to send twice (reads, guarded txns, revoke), so retried.
+   * answer's header. `idempotent`: safe to send twice (reads, guarded txns, revoke), so retried
+   * up to `maxAttempts` times, unless `once` (a caller that retries by itself and must stay
+   * within one deadline).
    */
   async call<T extends { header?: IResponseHeader }>(
     what: string,
     run: (options: { deadline: number }) => Promise<T>,
-    opts: { idempotent: boolean; timeoutMs?: number | undefined },
+    opts: { idempotent: boolean; timeoutMs?: number | undefined; once?: boolean },
   ): Promise<T> {
     this.assertUsable();
-    const knownAtSend = this.#revision;
+    const known = { revision: this.#revision, term: this.#term };
     const timeoutMs = opts.timeoutMs ?? this.options.callTimeoutMs;
-    const policy = opts.idempotent ? this.#retry : this.#retryUnsent;
+    const attempt = () => run({ deadline: Date.now() + timeoutMs });
     let res: T;
     try {
-      res = await policy.execute(() => run({ deadline: Date.now() + timeoutMs }));
+      if (opts.once) res = await attempt();
+      else res = await (opts.idempotent ? this.#retry : this.#retryUnsent).execute(attempt);
     } catch (err) {
       throw this.#wrap(what, err, timeoutMs);
     }
-    this.observe(res.header, knownAtSend);
+    this.observe(res.header, known);
     return res;
   }
 
   /** A KV txn through {@link call}. */
-  txn(what: string, request: ITxnRequest, opts: { idempotent: boolean }): Promise<ITxnResponse> {
+  txn(
+    what: string,
+    request: ITxnRequest,
+    opts: { idempotent: boolean; once?: boolean },
+  ): Promise<ITxnResponse> {
     return this.call(what, (o) => this.client.kv.txn(request, o), opts);
   }
 
@@ -302,20 +313,23 @@ export class Etcd {
   }
 
   /**
-   * Checks an answer's header: the cluster id always, and for linearizable answers (pass the
-   * revision known when the request was sent) that history did not go backwards. Stream answers
+   * Checks an answer's header: the cluster id always, and for a linearizable answer (pass what
+   * was known when its request was sent) that history did not go backwards: neither its revision
+   * nor its raft term may be lower. A member can only answer linearizably at the cluster's
+   * current term, and terms never drop in one cluster's life, but a snapshot restore brings the
+   * old term back (and a restored history can catch up with the revision first). Stream answers
    * (keepalive, watch) may come from a lagging member, so only their cluster id is checked.
    * Throws {@link ClusterChangedError} on a breach, after telling every listener.
    */
-  observe(header: IResponseHeader | undefined, knownAtSend?: bigint): void {
+  observe(header: IResponseHeader | undefined, known?: { revision: bigint; term: bigint }): void {
     this.assertUsable();
     if (!header) return;
-    const revision = BigInt(header.revision);
+    const [revision, term] = [BigInt(header.revision), BigInt(header.raft_term)];
     let detail: string | undefined;
     if (header.cluster_id !== this.#clusterId) {
       detail = `it answered with cluster id ${header.cluster_id}, not ${this.#clusterId} as at connect (rebuilt cluster or a foreign member)`;
-    } else if (knownAtSend !== undefined && revision < knownAtSend) {
-      detail = `a linearizable answer carried revision ${revision} after revision ${knownAtSend} had been seen (restored from a snapshot?)`;
+    } else if (known && (revision < known.revision || term < known.term)) {
+      detail = `a linearizable answer carried revision ${revision} and raft term ${term} after revision ${known.revision} and term ${known.term} had been seen (restored from a snapshot?)`;
     }
     if (detail !== undefined) {
       this.#changed = new ClusterChangedError(0n, detail);
@@ -324,6 +338,7 @@ export class Etcd {
       throw this.#changed;
     }
     if (revision > this.#revision) this.#revision = revision;
+    if (term > this.#term) this.#term = term;
     this.#answers++;
   }
 
@@ -384,7 +399,9 @@ export class Etcd {
     if (e instanceof GRPCDeadlineExceededError) {
       return unavailable(`no answer from ${at} within ${timeoutMs} ms (callTimeoutMs)`);
     }
-    if (isRecoverableError(e)) return unavailable(`could not reach etcd at ${at} (${e.message})`);
+    if (isRecoverableError(e) && !/too large|larger than max/i.test(e.message)) {
+      return unavailable(`could not reach etcd at ${at} (${e.message})`);
+    }
     return new EtcdRequestError(`etcd ${what} was refused by ${at}: ${e.message}`, cause);
   }
 

@@ -41,22 +41,47 @@ export class Listeners<T> {
 /**
  * A one-way "lost" switch: an AbortSignal that aborts once with a typed reason, plus listeners
  * called once when it trips (at once, in a microtask, if it already has).
+ *
+ * `check` runs before every read of the signal's `aborted`, `reason` and `throwIfAborted()`, on
+ * this signal object itself: code that kept the signal from before a stalled event loop sees a
+ * loss its owner can compute (a passed deadline) on its first read, before any timer fires.
  */
 export class LossLatch<E extends Error> {
   readonly #controller = new AbortController();
   readonly #listeners = new Listeners<E>();
+  #reason: E | undefined;
+
+  constructor(check?: () => void) {
+    if (!check) return;
+    const signal = this.#controller.signal;
+    const getter = (name: 'aborted' | 'reason') =>
+      Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
+    const [aborted, reason] = [getter('aborted'), getter('reason')];
+    Object.defineProperties(signal, {
+      aborted: { get: () => (check(), aborted() as boolean) },
+      reason: { get: () => (check(), reason() as unknown) },
+      throwIfAborted: {
+        value: () => {
+          check();
+          if (aborted()) throw reason();
+        },
+      },
+    });
+  }
 
   get signal(): AbortSignal {
     return this.#controller.signal;
   }
 
+  /** The reason it tripped with, without running `check`. */
   get reason(): E | undefined {
-    return this.#controller.signal.aborted ? (this.#controller.signal.reason as E) : undefined;
+    return this.#reason;
   }
 
   /** Trips the latch; later calls are ignored. Returns whether this call tripped it. */
   trip(reason: E): boolean {
-    if (this.#controller.signal.aborted) return false;
+    if (this.#reason) return false;
+    this.#reason = reason;
     this.#controller.abort(reason);
     this.#listeners.emit(reason);
     this.#listeners.clear();
@@ -64,7 +89,7 @@ export class LossLatch<E extends Error> {
   }
 
   on(listener: (reason: E) => void): Disposable {
-    const reason = this.reason;
+    const reason = this.#reason;
     if (reason === undefined) return this.#listeners.add(listener);
     const late = new Listeners<E>();
     const disposable = late.add(listener);

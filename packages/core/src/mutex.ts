@@ -3,7 +3,7 @@
  * revision is its fencing token; release is guarded by it.
  */
 import type { IRequestOp } from 'etcd3';
-import { anySignal, timeoutSignal, type Clock } from './clock.js';
+import { anySignal, raceSignal, timeoutSignal, type Clock } from './clock.js';
 import {
   EtcdUnavailableError,
   LockLostError,
@@ -103,8 +103,15 @@ export async function tryAcquire(
   const why = `lock ${JSON.stringify(name)}: an earlier hold of it on this session was still being removed from etcd after ${ms} ms`;
   const [session, signal] = await sessionFor(maker, options, undefined);
   const key = `${maker.locks.range(segment)}${session.leaseId.toString(16)}`;
-  const mine = session.busy(key);
-  if (mine !== undefined) throw new LockTakenError(name, key, mine);
+  if (session.busy(key) !== undefined) {
+    // This session holds it or already waits for it: report whoever is first right now.
+    const first = await raceSignal(maker.locks.first(segment), signal);
+    throw new LockTakenError(
+      name,
+      first?.key.toString() ?? key,
+      BigInt(first?.create_revision ?? 0),
+    );
+  }
   using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
   const turnSignal = bound.signal;
   const entry = await maker.locks.join(segment, session, {
@@ -115,7 +122,7 @@ export async function tryAcquire(
   });
   if (entry.isFirst) return Lock.held(entry, name);
   const holder = entry.holder!;
-  await entry.remove('withdraw');
+  await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
   throw new LockTakenError(name, holder.key.toString(), BigInt(holder.create_revision));
 }
 
@@ -146,7 +153,8 @@ async function sessionFor(
  */
 export class Lock implements AsyncDisposable {
   readonly #entry: Entry;
-  readonly #latch = new LossLatch<LockLostError | LockReleasedError>();
+  // Reading the session's signal trips it (and, through the entry, this lock) past its deadline.
+  readonly #latch = new LossLatch<LockLostError | LockReleasedError>(() => this.session.isLost);
   readonly #lost = new LossLatch<LockLostError>();
   #releasing: Promise<void> | undefined;
   /** The session the lock is held on. */
@@ -180,10 +188,10 @@ export class Lock implements AsyncDisposable {
   /**
    * Aborts when the lock ends: on session loss, when its key is deleted or written by anyone
    * else (a {@link LockLostError} with `reason` `session`, `deleted` or `overwritten`), and on
-   * release ({@link LockReleasedError}). Reading it checks the session's deadline first.
+   * release ({@link LockReleasedError}). Reading its `aborted`, `reason` or `throwIfAborted()`
+   * checks the session's deadline first, also on a signal kept from earlier (`withLock`'s).
    */
   get signal(): AbortSignal {
-    this.session.remainingMs(); // reading the session trips it (and so this lock) if its deadline passed
     return this.#latch.signal;
   }
 

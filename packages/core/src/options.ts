@@ -42,8 +42,6 @@ export const tunables = {
   goneConfirmations: 3,
   /** Watch events kept so a waiter that joins just behind the stream can catch up from memory. */
   watchReplayEvents: 4_096,
-  /** How often an unconfirmed watch progress request is repeated during a recheck. */
-  progressRetryMs: 100,
   /**
    * A lost session's revoke is retried until etcd answers; after etcd answers again it is given
    * this many TTLs more (a restarted etcd restores leases with a fresh TTL, so the local
@@ -119,10 +117,15 @@ export function validateSafetyMarginMs(value: unknown, ttlSeconds: number): numb
   return value;
 }
 
-/** A positive, finite duration in milliseconds; timers clamp it to what setTimeout can do. */
-export function validateDurationMs(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw invalid(name, 'a positive, finite number of milliseconds', value);
+/**
+ * A positive, finite duration in milliseconds, at most `max` (the deadlines handed to gRPC must
+ * stay under ~4e14 ms; SDK timers clamp long waits themselves).
+ */
+export function validateDurationMs(name: string, value: unknown, max = Infinity): number {
+  if (typeof value !== 'number' || !(value > 0 && value <= max) || !Number.isFinite(value)) {
+    const most =
+      max === Infinity ? '' : ` up to ${max} (about ${Math.round(max / 86_400_000)} days)`;
+    throw invalid(name, `a positive, finite number of milliseconds${most}`, value);
   }
   return value;
 }
@@ -220,6 +223,8 @@ function parseEndpoint(raw: unknown): string {
   if (port === undefined || Number(port) < 1 || Number(port) > 65535)
     throw bad('needs a port from 1 to 65535');
   if (!host) throw bad('has no host');
+  if (!/^(\[[0-9a-f:.]+\]|[a-z0-9._-]+)$/i.test(host))
+    throw bad(`has an invalid host ${describe(host)}`);
   return `${scheme.toLowerCase()}://${host.toLowerCase()}:${Number(port)}`;
 }
 

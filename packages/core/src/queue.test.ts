@@ -239,6 +239,40 @@ describe('Entry end', () => {
   });
 });
 
+describe('Entry checked against a read of its queue', () => {
+  it('a holder whose key is gone from the read (a missed delete, a restored history) re-reads and ends', async () => {
+    const { join, store, watch, count } = await setup();
+    const entry = await join();
+    expect(entry.isFirst).toBe(true);
+    store.delete(KEY); // the watch never tells
+    watch.verify(store);
+    await flush();
+    expect(count('queue check')).toBe(1);
+    expect(entry.isFirst).toBe(false);
+    expect((entry.signal.reason as Lost).reason).toBe('deleted');
+  });
+
+  it('a waiter whose predecessor is gone from the read re-reads and becomes first', async () => {
+    const { join, store, watch } = await setup();
+    store.put('L/m/a', { lease: 7 });
+    const entry = await join();
+    store.delete('L/m/a'); // the watch never tells
+    watch.verify(store);
+    await flush();
+    expect(entry.isFirst).toBe(true);
+  });
+
+  it('a read that agrees with what it believes costs nothing more', async () => {
+    const { join, store, watch, count } = await setup();
+    store.put('L/m/a', { lease: 7 });
+    const entry = await join();
+    watch.verify(store);
+    await flush();
+    expect(count('queue check')).toBe(0);
+    expect(entry.isFirst).toBe(false);
+  });
+});
+
 describe('Entry while unsure', () => {
   it('events alone never make it first; the re-read decides', async () => {
     const { join, store, watch, handlers, count } = await setup();

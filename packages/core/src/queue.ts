@@ -108,6 +108,19 @@ export class Queue {
     return entry;
   }
 
+  /** The first key of the queue of `segment` now (the holder), if any. */
+  async first(segment: string): Promise<IKeyValue | undefined> {
+    const range = this.range(segment);
+    const res = await this.etcd.range('queue first', {
+      key: Buffer.from(range),
+      range_end: prefixEnd(range),
+      sort_order: 'Ascend',
+      sort_target: 'Create',
+      limit: 1,
+    });
+    return res.kvs[0];
+  }
+
   /**
    * Deletes `key` under `guard` until it is gone or the session ends (see `cleanUp`), then
    * leaves the slot. After a refusal the slot stays taken: this session must never adopt the
@@ -121,7 +134,7 @@ export class Queue {
         success: [{ request_delete_range: { key } }],
         failure: [],
       };
-      await this.etcd.txn(`lock ${what}`, request, { idempotent: true });
+      await this.etcd.txn(`lock ${what}`, request, { idempotent: true, once: true });
       slot.leave();
     };
     // Its keys go with the lease (revoked, or expiring) once the session has ended.
@@ -172,6 +185,7 @@ export class Entry {
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
       event: (e) => this.#event(e),
       unsure: () => this.#reread(),
+      verify: (kvs, readAt) => this.#verify(kvs, readAt),
     });
     const signal = this.session.signal;
     const onLost = () => this.#lose('session', signal.reason);
@@ -260,6 +274,15 @@ export class Entry {
     } else if (kind === 'delete' && this.#ahead.delete(key)) {
       this.#maybeFirst();
     }
+  }
+
+  /** Re-reads if a read of its queue contradicts what it believes (see `Watch`). */
+  #verify(kvs: IKeyValue[], readAt: bigint): void {
+    if (this.#end.reason || this.#removing || this.token > readAt) return; // joined after the read
+    const keys = new Map(kvs.map((kv) => [kv.key.toString(), kv]));
+    const mine = keys.get(this.key);
+    const ours = mine?.lease === this.session.leaseId.toString() && revisionOf(mine) === this.token;
+    if (!ours || [...this.#ahead].some((key) => !keys.has(key))) this.#reread();
   }
 
   #maybeFirst(): void {

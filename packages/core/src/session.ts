@@ -79,7 +79,7 @@ export function revokeUntilGone(
     etcd.call(
       'lease revoke',
       (o) => etcd.client.leaseClient.leaseRevoke({ ID: lease.leaseId.toString() }, o),
-      { idempotent: true, timeoutMs: attempt === 0 ? firstTimeoutMs : undefined },
+      { idempotent: true, once: true, timeoutMs: attempt === 0 ? firstTimeoutMs : undefined },
     );
   const gone = (err?: unknown) =>
     /lease not found/.test(String((err as Error | undefined)?.message));
@@ -112,7 +112,7 @@ export function revokeUntilGone(
  * sees the loss, whether or not a timer has fired yet.
  */
 export class Session implements AsyncDisposable {
-  readonly #latch = new LossLatch<LeaseLostError>();
+  readonly #latch = new LossLatch<LeaseLostError>(() => this.#checkDeadline());
   readonly #lost = new LossLatch<LeaseLostError>();
   readonly #sentAt: number[] = [];
   readonly #slots = new Map<string, { tail: Promise<void>; active: number; token?: bigint }>();
@@ -179,13 +179,19 @@ export class Session implements AsyncDisposable {
     return session;
   }
 
-  /** Aborts once, with a {@link LeaseLostError}, when the session is lost or closed. */
+  /**
+   * Aborts once, with a {@link LeaseLostError}, when the session is lost or closed. Reading its
+   * `aborted`, `reason` or `throwIfAborted()` checks the deadline first, also on a signal kept
+   * from earlier.
+   */
   get signal(): AbortSignal {
-    if (!this.#latch.signal.aborted && this.clock.now() >= this.#expiresAt) {
-      const message = `no keepalive for lease ${this.leaseId.toString(16)} was answered before its local deadline (TTL ${this.ttlSeconds} s minus ${this.safetyMarginMs} ms safety margin, counted from the send time of the last answered keepalive)`;
-      this.#lose(new LeaseLostError('deadline', this.leaseId, message));
-    }
     return this.#latch.signal;
+  }
+
+  #checkDeadline(): void {
+    if (this.#latch.reason || this.clock.now() < this.#expiresAt) return;
+    const message = `no keepalive for lease ${this.leaseId.toString(16)} was answered before its local deadline (TTL ${this.ttlSeconds} s minus ${this.safetyMarginMs} ms safety margin, counted from the send time of the last answered keepalive)`;
+    this.#lose(new LeaseLostError('deadline', this.leaseId, message));
   }
 
   /** Whether the session is lost or closed. */
@@ -290,14 +296,14 @@ export class Session implements AsyncDisposable {
   }
 
   async #openStream(): Promise<void> {
-    if (this.#latch.signal.aborted) return;
+    if (this.#latch.reason) return;
     let stream: KeepAliveStream;
     try {
       stream = await this.etcd.stream((client) => client.leaseClient.leaseKeepAlive());
     } catch {
       return this.#reopenLater(this.#reopenDelayMs);
     }
-    if (this.#latch.signal.aborted || this.#stream) return stream.end(); // lost, or another won
+    if (this.#latch.reason || this.#stream) return stream.end(); // lost, or another won
     this.#stream = stream;
     this.#sentAt.length = 0;
     const onBroken = () => {
@@ -312,14 +318,14 @@ export class Session implements AsyncDisposable {
   }
 
   #reopenLater(delayMs: number): void {
-    if (this.#latch.signal.aborted) return;
+    if (this.#latch.reason) return;
     this.#reopenDelayMs = Math.min(this.#reopenDelayMs * 2, tunables.retryMaxMs);
     this.#arm('reopen', this.clock.now() + delayMs, () => void this.#openStream());
   }
 
   #sendKeepAlive(): void {
     const stream = this.#stream;
-    if (!stream || this.#latch.signal.aborted) return;
+    if (!stream || this.#latch.reason) return;
     this.#sentAt.push(this.clock.now());
     try {
       stream.write({ ID: this.leaseId.toString() });

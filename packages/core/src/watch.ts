@@ -1,4 +1,4 @@
-import type { IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
+import type { IKeyValue, IRangeResponse, IWatchRequest, IWatchResponse } from 'etcd3';
 import { callAt, sleep, type Clock } from './clock.js';
 import { endStream, prefixEnd, type Etcd, type Stream } from './etcd.js';
 import { Listeners } from './latch.js';
@@ -17,6 +17,11 @@ export interface WatchListener {
   event(event: WatchEvent): void;
   /** Events may have been missed: re-read, and trust events after the read's revision. */
   unsure(): void;
+  /**
+   * The range's keys (keys only) as a linearizable read saw them at `readAt`: a listener whose
+   * belief disagrees (its own key gone or changed, a key it waits for gone) re-reads.
+   */
+  verify(kvs: IKeyValue[], readAt: bigint): void;
 }
 
 type WatchStream = Stream<IWatchRequest, IWatchResponse>;
@@ -35,23 +40,28 @@ export const rangeOf = (key: string): string => key.slice(0, key.lastIndexOf('/'
  *
  * What makes it safe to rely on:
  * - an etcd watch is ordered and gap-free from its start revision, so after a broken stream it
- *   resumes from the last delivered revision + 1, and subscribers miss nothing;
- * - when that is impossible (the revision was compacted) every subscriber is told it is unsure
- *   and re-reads; so is one that subscribes from a revision the watch can no longer replay;
- * - a stream that hangs (a frozen member keeps the connection open) is caught twice: a create
- *   must be confirmed within `callTimeoutMs`, and every `recheckIntervalMs` one linearizable read
- *   gives the cluster's revision, which the stream must then prove it has delivered (a progress
- *   request) within `callTimeoutMs`, or it is replaced and every subscriber re-reads. That check
- *   is O(1) per client, whatever the number of locks, and its read also catches a cluster whose
- *   history was rewound (see `Etcd.observe`).
+ *   resumes from the revision after the last event it delivered. Only events count: etcd 3.4
+ *   answers a progress request with its current revision even while the watch is still sending
+ *   older events, so a progress notification proves the stream is alive, not what it delivered;
+ * - when resuming is impossible (the revision was compacted) every subscriber is told it is
+ *   unsure and re-reads; so is one that subscribes from a revision the watch can no longer replay;
+ * - every `recheckIntervalMs`, and at once after any reconnect, one keys-only linearizable read
+ *   of the prefix is handed to every subscriber to check its belief against (a holder whose key
+ *   is gone, a waiter whose predecessor is gone: each re-reads), so an event missed for any reason
+ *   costs at most that long; and the stream must answer a progress request within
+ *   `callTimeoutMs`, or it is replaced (a frozen member keeps a dead stream open). That is one
+ *   read per client, whatever the number of locks, and it also catches a rewound history
+ *   (`Etcd.observe`). A watch create must be confirmed within `callTimeoutMs` too.
  */
 export class Watch {
   readonly #subs = new Map<string, Set<Subscription>>();
   readonly #progress = new Listeners<void>();
   #phase: 'idle' | 'starting' | 'live' | 'retrying' | 'closed' = 'idle';
   #stream: WatchStream | undefined;
-  /** Every event up to this revision has been delivered. */
+  /** The revision of the last event delivered: a resumed stream starts after it. */
   #delivered = 0n;
+  #resumed = false;
+  #checkAt = Infinity;
   /** Events from this revision on are in `#buffer` or still to come. */
   #coveredFrom = 0n;
   #buffer: WatchEvent[] = [];
@@ -152,16 +162,14 @@ export class Watch {
       void this.#open();
       return this.#allUnsure();
     }
+    this.#progress.emit(); // any answer proves the stream is alive
     if (res.created) {
       this.#phase = 'live';
       this.#cancelCreateTimer();
       this.#retryDelayMs = tunables.retryMinMs;
+      if (this.#resumed) this.#scheduleCheck(0); // belt and braces after any break
+      this.#resumed = true;
       return;
-    }
-    if (res.events.length === 0) {
-      // A progress notification: everything up to the header's revision has been sent.
-      const revision = BigInt(res.header.revision);
-      if (revision > this.#delivered) this.#delivered = revision;
     }
     for (const ev of res.events) {
       const event: WatchEvent = {
@@ -178,7 +186,6 @@ export class Watch {
         if (event.revision >= sub.from) sub.listener.event(event);
       }
     }
-    this.#progress.emit();
   }
 
   #broken(stream: WatchStream, stuck: boolean): void {
@@ -208,54 +215,61 @@ export class Watch {
     }
   }
 
-  #scheduleCheck(): void {
-    if (this.#cancelCheck || this.#phase === 'closed') return;
-    this.#cancelCheck = callAt(this.clock, this.clock.now() + this.recheckIntervalMs, () => {
-      this.#cancelCheck = undefined;
-      if (this.#subs.size === 0) return;
-      void this.#check().finally(() => this.#scheduleCheck());
+  /** Arms the next check `delayMs` from now, unless one is already due sooner. */
+  #scheduleCheck(delayMs = this.recheckIntervalMs): void {
+    const at = this.clock.now() + delayMs;
+    if (this.#phase === 'closed' || this.#checkAt <= at) return;
+    this.#cancelCheck?.();
+    this.#checkAt = at;
+    this.#cancelCheck = callAt(this.clock, at, () => {
+      this.#checkAt = Infinity;
+      if (this.#subs.size > 0) void this.#check().finally(() => this.#scheduleCheck());
     });
   }
 
-  /** Proves the stream has delivered everything up to the cluster's current revision. */
+  /** Hands every subscriber one read of the prefix, then proves the stream still answers. */
   async #check(): Promise<void> {
     const stream = this.#stream;
     if (this.#phase !== 'live' || !stream) return;
-    let target: bigint;
+    const request = { key: Buffer.from(this.prefix), range_end: prefixEnd(this.prefix) };
+    let res: IRangeResponse;
     try {
-      const range = { key: Buffer.from(this.prefix), range_end: prefixEnd(this.prefix) };
-      const res = await this.etcd.call(
-        'watch check',
-        (o) => this.etcd.client.kv.range({ ...range, count_only: true }, o),
-        { idempotent: true },
-      );
-      target = BigInt(res.header.revision);
+      res = await this.etcd.range('watch check', { ...request, keys_only: true });
     } catch {
       return; // unreachable or ended: the sessions' own deadlines cover that
     }
-    const giveUpAt = this.clock.now() + this.etcd.options.callTimeoutMs;
-    while (this.#delivered < target) {
-      if (stream !== this.#stream) return;
-      if (this.clock.now() >= giveUpAt) {
-        this.#broken(stream, true);
-        return this.#allUnsure();
-      }
+    const byRange = new Map<string, IKeyValue[]>();
+    for (const kv of res.kvs) {
+      const range = rangeOf(kv.key.toString());
+      byRange.set(range, [...(byRange.get(range) ?? []), kv]);
+    }
+    const readAt = BigInt(res.header.revision);
+    for (const [range, set] of [...this.#subs]) {
+      for (const sub of [...set]) sub.listener.verify(byRange.get(range) ?? [], readAt);
+    }
+    if (stream === this.#stream && !(await this.#answers(stream))) {
+      this.#broken(stream, true);
+      this.#allUnsure();
+    }
+  }
+
+  /** Whether the stream answers a progress request within `callTimeoutMs`. */
+  #answers(stream: WatchStream): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const done = (answered: boolean) => {
+        sub[Symbol.dispose]();
+        cancel();
+        resolve(answered);
+      };
+      const sub = this.#progress.add(() => done(true));
+      const cancel = callAt(this.clock, this.clock.now() + this.etcd.options.callTimeoutMs, () =>
+        done(false),
+      );
       try {
         stream.write({ progress_request: {} });
       } catch {
-        return this.#broken(stream, true);
+        done(false);
       }
-      await new Promise<void>((resolve) => {
-        const sub = this.#progress.add(() => done());
-        const cancel = callAt(this.clock, this.clock.now() + tunables.progressRetryMs, () =>
-          done(),
-        );
-        const done = () => {
-          sub[Symbol.dispose]();
-          cancel();
-          resolve();
-        };
-      });
-    }
+    });
   }
 }
