@@ -3,7 +3,16 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const reportPath = fileURLToPath(new URL('../.vitest-results.json', import.meta.url));
+export const reportPath = fileURLToPath(new URL('../.vitest-results.json', import.meta.url));
+export const statusPath = fileURLToPath(new URL('../.vitest-status.json', import.meta.url));
+
+function exitCodeOfRun() {
+  try {
+    return JSON.parse(readFileSync(statusPath, 'utf8')).exitCode;
+  } catch {
+    return 0; // vitest was run some other way: its report is all there is
+  }
+}
 
 export function printTotals() {
   let report;
@@ -19,8 +28,15 @@ export function printTotals() {
   const brokenFiles = (report.testResults ?? []).filter(
     (file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0,
   ).length;
+  // A run vitest failed outside any test (an unhandled error) still counts, once.
+  const failed = report.numFailedTests + brokenFiles;
+  const exitCode = exitCodeOfRun();
+  const outside = exitCode !== 0 && failed === 0 ? 1 : 0;
+  if (outside) {
+    console.log(`vitest exited with code ${exitCode} outside any test: counted as one failure`);
+  }
   console.log(`${skipped} skipped`);
-  console.log(`${report.numPassedTests} passed, ${report.numFailedTests + brokenFiles} failed`);
+  console.log(`${report.numPassedTests} passed, ${failed + outside} failed`);
   return 0;
 }
 

@@ -134,11 +134,15 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
     const lowClient = await pool.connect();
     const { rows } = await lowClient.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const lowPid = rows[0]!.pid;
+    // Settled into a value at once: it rejects while the test awaits `high`, and a rejection
+    // with no handler yet would be reported as unhandled.
     const low = withFence(
       lowClient,
       { resource: 'printer', token: 9n, table: fences },
       async () => 'ran',
-    ).finally(() => lowClient.release());
+    )
+      .finally(() => lowClient.release())
+      .catch((e: unknown) => e);
     // The low writer is observably blocked on the high writer's row lock (an event, not a delay).
     await expect
       .poll(
@@ -154,7 +158,7 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
       .toBe('Lock');
     commit();
     await high;
-    const err = await low.catch((e: unknown) => e);
+    const err = await low;
     expect(isStaleTokenError(err)).toBe(true);
     expect((err as StaleTokenError).highestToken).toBe(10n);
   });
