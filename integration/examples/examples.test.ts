@@ -4,10 +4,10 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { etcdClient, sharedEndpoints, uniquePrefix } from '../setup/etcd.js';
 import { runModule, typeErrors } from '../setup/programs.js';
-import { describeWith, findPostgres, pgPool, uniqueName, type PgPool } from '../fence/stores.js';
+import { describeWith, findPostgres, ownSchema } from '../fence/stores.js';
 
 const dir = fileURLToPath(new URL('../../examples/', import.meta.url));
 const source = (name: string) => readFileSync(`${dir}${name}`, 'utf8');
@@ -71,27 +71,18 @@ describe('examples', () => {
 });
 
 describeWith(await findPostgres(), 'examples with PostgreSQL', (url) => {
-  const schema = uniqueName('examples');
-  let admin: PgPool;
-  beforeAll(async () => {
-    admin = pgPool(url, 1);
-    await admin.query(`CREATE SCHEMA "${schema}"`);
-  });
-  afterAll(async () => {
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await admin.end();
-  });
+  const schema = ownSchema(url, 'examples');
 
   it('quick-start.ts writes the invoice under its fencing token', async () => {
-    const inSchema = new URL(url);
-    inSchema.searchParams.set('options', `-c search_path=${schema}`);
     const { code, output } = await runModule(source('quick-start.ts'), dir, {
       ...etcd(),
-      DATABASE_URL: inSchema.toString(),
+      DATABASE_URL: schema.url,
     });
     expect(output).toMatch(/invoice 42 written under fencing token \d+/);
     expect(code, output).toBe(0);
-    const { rows } = await admin.query(`SELECT id, total, fence::text FROM "${schema}".invoice`);
+    const { rows } = await schema
+      .admin()
+      .query(`SELECT id, total, fence::text FROM "${schema.name}".invoice`);
     const token = /token (\d+)/.exec(output)![1];
     expect(rows).toEqual([{ id: 42, total: 250, fence: token }]);
   });

@@ -5,10 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sharedEndpoints } from '../setup/etcd.js';
 import { runModule, typeErrors } from '../setup/programs.js';
-import { describeWith, findPostgres, pgPool, uniqueName, type PgPool } from './stores.js';
+import { describeWith, findPostgres, ownSchema } from './stores.js';
 
 const fenceDir = fileURLToPath(new URL('../../packages/fence/', import.meta.url));
 const readme = readFileSync(`${fenceDir}README.md`, 'utf8');
@@ -51,29 +51,19 @@ describe('fence README', () => {
 
 describeWith(await findPostgres(), 'fence README quick start', (url) => {
   // The quick start names its own tables; a schema of this test's own keeps them apart.
-  const schema = uniqueName('readme');
-  let admin: PgPool;
-  beforeAll(async () => {
-    admin = pgPool(url, 1);
-    await admin.query(`CREATE SCHEMA "${schema}"`);
-  });
-  afterAll(async () => {
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await admin.end();
-  });
+  const schema = ownSchema(url, 'readme');
 
   it('runs as written against etcd and PostgreSQL', async () => {
-    const withSchema = new URL(url);
-    withSchema.searchParams.set('options', `-c search_path=${schema}`);
     const { code, output } = await runModule(programs[0]!, fenceDir, {
-      DATABASE_URL: withSchema.toString(),
+      DATABASE_URL: schema.url,
       ETCD_ENDPOINTS: sharedEndpoints().join(','),
     });
     expect(output).toContain('invoice 42 sent');
     expect(code, output).toBe(0);
-    const invoices = await admin.query(`SELECT id, sent FROM "${schema}".invoices`);
+    const admin = schema.admin();
+    const invoices = await admin.query(`SELECT id, sent FROM "${schema.name}".invoices`);
     expect(invoices.rows).toEqual([{ id: 42, sent: true }]);
-    const fences = await admin.query(`SELECT resource FROM "${schema}".leasehold_fence`);
+    const fences = await admin.query(`SELECT resource FROM "${schema.name}".leasehold_fence`);
     expect(fences.rows).toEqual([{ resource: 'invoice-42' }]);
   });
 });

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { userInfo } from 'node:os';
 import { Redis } from 'ioredis';
-import { describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 
 // The integration package has no @types/pg or @types/better-sqlite3, so the drivers are loaded
 // here and typed through the types the fence package already exposes.
@@ -148,4 +148,27 @@ export function describeWith(found: Found, name: string, body: (url: string) => 
 /** A name no other test file or run shares: tables and key prefixes are never reused. */
 export function uniqueName(label: string): string {
   return `fence_it_${label}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+}
+
+/**
+ * A schema of the calling suite's own, created before its tests and dropped after: `url` puts
+ * programs that name their own tables inside it (search_path), `admin` queries it.
+ */
+export function ownSchema(
+  url: string,
+  label: string,
+): { name: string; url: string; admin: () => PgPool } {
+  const name = uniqueName(label);
+  let admin: PgPool | undefined;
+  beforeAll(async () => {
+    admin = pgPool(url, 1);
+    await admin.query(`CREATE SCHEMA "${name}"`);
+  });
+  afterAll(async () => {
+    await admin?.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+    await admin?.end();
+  });
+  const inSchema = new URL(url);
+  inSchema.searchParams.set('options', `-c search_path=${name}`);
+  return { name, url: inSchema.toString(), admin: () => admin! };
 }
