@@ -48,6 +48,14 @@ describe('connect() option validation', () => {
     ['auth (empty username)', { auth: { username: '', password: 'p' } }, /^auth must be/],
     ['auth (no password)', { auth: { username: 'u' } }, /^auth must be/],
     ['lockPrefix (NUL)', { lockPrefix: 'a\0b' }, /^lockPrefix must be/],
+    // Empty: the client would watch and read the whole keyspace.
+    ['lockPrefix (empty)', { lockPrefix: '' }, /^lockPrefix must be a non-empty string/],
+    ['session (null)', { session: null }, /^session must be an object/],
+    [
+      'callTimeoutMs (beyond what gRPC can encode)',
+      { callTimeoutMs: 4e14 },
+      /^callTimeoutMs must be/,
+    ],
     ['lockPrefix (not a string)', { lockPrefix: 7 }, /^lockPrefix must be/],
     ['session (not an object)', { session: 'x' }, /^session must be an object/],
     ['session.ttlSeconds', { session: { ttlSeconds: 1 } }, /^ttlSeconds must be/],

@@ -43,7 +43,7 @@ export interface ConnectOptions {
   maxAttempts?: number;
   /** Key prefix for locks. Default `/leasehold/lock/`. */
   lockPrefix?: string;
-  /** How often the client proves its watch is alive and caught up. Default 5000. */
+  /** How often the client re-reads its lock prefix and checks its watch. Default 5000. */
   recheckIntervalMs?: number;
   /** Options of the shared session that locks use unless given one. */
   session?: Omit<SessionOptions, 'signal'>;
@@ -100,7 +100,8 @@ export class Leasehold implements AsyncDisposable {
   readonly lockPrefix: string;
   readonly #watch: Watch;
   readonly #sharedOptions: Omit<SessionOptions, 'signal'>;
-  readonly #sessions = new Set<Session>();
+  /** Live sessions by lease id (decimal). */
+  readonly #sessions = new Map<string, Session>();
   readonly #cleanupErrors = new Listeners<LeaseholdError>();
   #shared: Session | undefined;
   #sharedPending: Promise<Session> | undefined;
@@ -118,8 +119,16 @@ export class Leasehold implements AsyncDisposable {
     this.clock = clock;
     this.lockPrefix = lockPrefix;
     this.#sharedOptions = sharedOptions;
-    this.#watch = new Watch(etcd, clock, lockPrefix, recheckIntervalMs);
-    this.locks = new Queue(etcd, this.#watch, clock, (error) => this.#report(error));
+    // The watch checks while any session lives: a session's lease may own keys by then.
+    const active = () => this.#sessions.size > 0;
+    this.#watch = new Watch(etcd, clock, lockPrefix, recheckIntervalMs, active);
+    const sessionOf = (leaseId: string) => this.#sessions.get(leaseId);
+    this.locks = new Queue(etcd, this.#watch, clock, (e) => this.#report(e), sessionOf);
+    this.#watch.onRead(({ kvs }) => this.locks.sweep(kvs));
+    // A key created for no entry (a join that landed late) goes as soon as its event arrives.
+    this.#watch.onEvent(({ kind, kv }) => {
+      if (kind === 'put' && kv.create_revision === kv.mod_revision) this.locks.sweep([kv]);
+    });
   }
 
   /** The etcd cluster id recorded on first contact (decimal). */
@@ -135,8 +144,10 @@ export class Leasehold implements AsyncDisposable {
       await session.close();
       throw new ClientClosedError();
     }
-    this.#sessions.add(session);
-    session.signal.addEventListener('abort', () => this.#sessions.delete(session), { once: true });
+    const id = session.leaseId.toString();
+    this.#sessions.set(id, session);
+    session.signal.addEventListener('abort', () => this.#sessions.delete(id), { once: true });
+    this.#watch.wake();
     return session;
   }
 
@@ -212,7 +223,7 @@ export class Leasehold implements AsyncDisposable {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+      await Promise.allSettled([...this.#sessions.values()].map((s) => s.close()));
       this.#watch.close();
       this.etcd.close();
     })();

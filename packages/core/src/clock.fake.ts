@@ -222,14 +222,22 @@ export class FakeKv {
     return this.#delete(kv.key, this.revision);
   }
 
+  /** Key order, `limit` with `more`, keys-only; `revision` must be the current one (no history). */
   range(request: IRangeRequest): IRangeResponse {
-    const kvs = this.#select(request.key, request.range_end);
+    if (request.revision !== undefined && BigInt(request.revision) !== this.revision) {
+      throw new Error(`FakeKv keeps no history: asked for revision ${request.revision}`);
+    }
+    const kvs = this.#select(request.key, request.range_end).sort((a, b) =>
+      Buffer.compare(a.key, b.key),
+    );
+    const limit = Number(request.limit ?? 0);
+    const page = limit > 0 ? kvs.slice(0, limit) : kvs;
     return {
       header: headerAt(this.revision),
       kvs: request.count_only
         ? []
-        : kvs.map((kv) => (request.keys_only ? { ...kv, value: EMPTY } : kv)),
-      more: false,
+        : page.map((kv) => (request.keys_only ? { ...kv, value: EMPTY } : kv)),
+      more: page.length < kvs.length,
       count: String(kvs.length),
     };
   }
@@ -478,11 +486,11 @@ export function fakeWatch(prefix: string) {
     unsure(): void {
       for (const s of live()) s.listener.unsure();
     },
-    /** Hands every live subscription the keys of its range, as the periodic check does. */
-    verify(store: { range(r: IRangeRequest): IRangeResponse }): void {
+    /** Hands every live subscription the keys of its range, as the watch's check does. */
+    read(store: { range(r: IRangeRequest): IRangeResponse }): void {
       for (const s of live()) {
         const res = store.range({ key: Buffer.from(s.range), range_end: prefixEnd(s.range) });
-        s.listener.verify(res.kvs, BigInt(res.header.revision));
+        s.listener.read(res.kvs, BigInt(res.header.revision));
       }
     },
   };

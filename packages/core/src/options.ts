@@ -18,9 +18,9 @@ export const defaults = {
   /** Where election keys live. */
   electionPrefix: '/leasehold/election/',
   /**
-   * How often a client proves its watch is alive and caught up (one read and one progress
-   * request per client, whatever the number of locks), and how soon a watch that silently
-   * stopped is replaced and every lock and waiter re-reads its keys.
+   * How often a client with locks, waiters or sessions re-reads its lock prefix (keys only, one
+   * read per client) and proves its watch still answers: the most an event missed for any reason
+   * can delay the news that a lock is lost, or that a waiter is first.
    */
   recheckIntervalMs: 5_000,
 } as const;
@@ -40,6 +40,11 @@ export const tunables = {
   breakerHalfOpenMs: 250,
   /** "Lease not found" answers, each on a fresh stream, before the session believes them. */
   goneConfirmations: 3,
+  /**
+   * Keys per page of the watch check's read: keys are at most ~3 KiB (1024-character names,
+   * escaped), so a page stays under gRPC's 4 MiB message limit.
+   */
+  checkPageKeys: 1_000,
   /** Watch events kept so a waiter that joins just behind the stream can catch up from memory. */
   watchReplayEvents: 4_096,
   /**
@@ -135,11 +140,16 @@ export function validateSignal(value: unknown): AbortSignal | undefined {
   throw invalid('signal', 'an AbortSignal', value);
 }
 
+/** A key prefix: never empty, which would make the client watch and read the whole keyspace. */
 export function validatePrefix(name: string, value: unknown): string {
-  if (typeof value !== 'string' || value.includes('\0') || value.length > MAX_NAME_LENGTH) {
-    throw invalid(name, `a string without NUL of at most ${MAX_NAME_LENGTH} characters`, value);
+  if (typeof value === 'string' && value !== '' && !value.includes('\0')) {
+    if (value.length <= MAX_NAME_LENGTH) return value;
   }
-  return value;
+  throw invalid(
+    name,
+    `a non-empty string without NUL of at most ${MAX_NAME_LENGTH} characters`,
+    value,
+  );
 }
 
 export function validateAttempts(value: unknown): number {

@@ -12,6 +12,7 @@ import {
 import {
   EtcdRequestError,
   EtcdUnavailableError,
+  isEtcdRequestError,
   isEtcdUnavailableError,
   isSessionClosedError,
   type LockLostReason,
@@ -48,7 +49,9 @@ async function setup() {
   await flush();
   const reports: Error[] = [];
   const watch = fakeWatch('L/');
-  const queue = new Queue(fake.etcd, watch.watch, clock, (e) => reports.push(e));
+  const sessionOf = (leaseId: string) =>
+    leaseId === session.leaseId.toString() ? session : undefined;
+  const queue = new Queue(fake.etcd, watch.watch, clock, (e) => reports.push(e), sessionOf);
   const join = (signal = new AbortController().signal) =>
     queue.join('m', session, { value: Buffer.from('v'), signal, lostError });
   return { clock, session, queue, watch, reports, join, ...fake };
@@ -114,7 +117,7 @@ describe('Queue join', () => {
     expect(count('queue check')).toBe(0);
   });
 
-  it('rejects at once with signal.reason when aborted during the join txn, and removes the key by lease once the txn settles', async () => {
+  it('rejects at once with signal.reason when aborted during the join txn, and removes the key by its create revision once the txn answers', async () => {
     const { join, store, txns, handlers, count } = await setup();
     const answer = deferred();
     handlers.txn = async (what, _request, apply) => {
@@ -131,14 +134,43 @@ describe('Queue join', () => {
     expect(joined).toMatchObject({ settled: true, error: reason });
     expect(count('lock withdraw')).toBe(0); // not before the txn has settled
     expect(store.has(KEY)).toBe(true);
+    const joinedAt = BigInt(store.get(KEY)!.create_revision);
 
     answer.resolve();
     await flush();
     const withdraw = txns.find((t) => t.what === 'lock withdraw')!;
+    // Never by lease: a late duplicate of this delete would then remove the session's next key.
     expect(withdraw.request.compare).toEqual([
-      expect.objectContaining<ICompare>({ target: 'Lease', lease: LEASE.toString() }),
+      expect.objectContaining<ICompare>({ target: 'Create', create_revision: joinedAt.toString() }),
     ]);
     expect(store.has(KEY)).toBe(false);
+  });
+
+  it('after a join that was refused or never answered, frees the slot at once (nothing to withdraw that it knows of)', async () => {
+    const { join, handlers } = await setup();
+    handlers.txn = (what, _request, apply) => {
+      if (what === 'queue join') throw new EtcdRequestError('etcdserver: permission denied (fake)');
+      return apply();
+    };
+    const refused = await join().catch((e: unknown) => e);
+    expect(isEtcdRequestError(refused)).toBe(true);
+    handlers.txn = (_what, _request, apply) => apply();
+    const next = await join(AbortSignal.timeout(1_000)); // not stuck behind the refused one
+    expect(next.isFirst).toBe(true);
+  });
+
+  it('sweeps a key of a live session that no entry owns, and leaves owned keys alone', async () => {
+    const { join, store, queue, session, count } = await setup();
+    const held = await join();
+    store.put(`L/other/${LEASE.toString(16)}`, { lease: LEASE }); // a join that landed late
+    store.put('L/third/1', { lease: 1 }); // someone else's
+    queue.sweep(store.range({ key: Buffer.from('L/'), range_end: Buffer.from('L0') }).kvs);
+    await flush();
+    expect(count('lock sweep')).toBe(1);
+    expect(store.has(`L/other/${LEASE.toString(16)}`)).toBe(false);
+    expect(store.has('L/third/1')).toBe(true);
+    expect(store.has(held.key)).toBe(true);
+    expect(session.owns(held.key)).toBe(true);
   });
 
   it('rejects with signal.reason while waiting for this session’s earlier entry, sending nothing', async () => {
@@ -239,153 +271,97 @@ describe('Entry end', () => {
   });
 });
 
-describe('Entry checked against a read of its queue', () => {
-  it('a holder whose key is gone from the read (a missed delete, a restored history) re-reads and ends', async () => {
-    const { join, store, watch, count } = await setup();
+describe('Entry and the watch’s reads of its queue', () => {
+  it('a holder whose key is gone from a read (a missed delete, a restored history) ends', async () => {
+    const { join, store, watch } = await setup();
     const entry = await join();
     expect(entry.isFirst).toBe(true);
     store.delete(KEY); // the watch never tells
-    watch.verify(store);
-    await flush();
-    expect(count('queue check')).toBe(1);
+    watch.read(store);
     expect(entry.isFirst).toBe(false);
     expect((entry.signal.reason as Lost).reason).toBe('deleted');
   });
 
-  it('a waiter whose predecessor is gone from the read re-reads and becomes first', async () => {
+  it('a waiter whose predecessor is gone from a read becomes first', async () => {
     const { join, store, watch } = await setup();
     store.put('L/m/a', { lease: 7 });
     const entry = await join();
     store.delete('L/m/a'); // the watch never tells
-    watch.verify(store);
-    await flush();
+    watch.read(store);
     expect(entry.isFirst).toBe(true);
   });
 
-  it('a read that agrees with what it believes costs nothing more', async () => {
+  it('a read that agrees with what it believes changes nothing, and costs no read of its own', async () => {
     const { join, store, watch, count } = await setup();
     store.put('L/m/a', { lease: 7 });
     const entry = await join();
-    watch.verify(store);
-    await flush();
-    expect(count('queue check')).toBe(0);
+    watch.read(store);
     expect(entry.isFirst).toBe(false);
+    expect(count('queue check')).toBe(0);
+  });
+
+  it('a read that finds its key under another lease ends it (overwritten)', async () => {
+    const { join, store, watch } = await setup();
+    store.put('L/m/a', { lease: 7 });
+    const entry = await join();
+    store.put(KEY, { lease: 7 }); // the watch missed this
+    watch.read(store);
+    expect(reasonOf(entry)).toBe('overwritten');
+  });
+
+  it('a read from before it joined cannot settle it', async () => {
+    const { join, store, watch } = await setup();
+    store.put('L/m/a', { lease: 7 });
+    const before = store.range({ key: Buffer.from('L/m/'), range_end: Buffer.from('L/m0') });
+    const entry = await join();
+    watch.unsure();
+    watch.emit(store.delete('L/m/a'));
+    for (const sub of watch.live()) sub.listener.read(before.kvs, BigInt(before.header.revision));
+    expect(entry.isFirst).toBe(false); // still unsure: the read does not even know its key
+    watch.read(store);
+    expect(entry.isFirst).toBe(true);
   });
 });
 
 describe('Entry while unsure', () => {
-  it('events alone never make it first; the re-read decides', async () => {
-    const { join, store, watch, handlers, count } = await setup();
+  it('events alone never make it first; the next read decides', async () => {
+    const { join, store, watch } = await setup();
     store.put('L/m/a', { lease: 7 });
     const entry = await join();
-    const read = deferred();
-    handlers.range = async (_what, _request, apply) => {
-      await read.promise; // answered from the store as it is when the read completes
-      return apply();
-    };
     watch.unsure();
-    expect(count('queue check')).toBe(1);
     watch.emit(store.delete('L/m/a'));
-    await flush();
     expect(entry.isFirst).toBe(false);
-
-    read.resolve();
-    await flush();
+    watch.read(store);
     expect(entry.isFirst).toBe(true);
   });
 
-  it('an event cannot make it first after a missed delete of its own key: the re-read finds the key gone', async () => {
-    const { join, store, watch, handlers } = await setup();
+  it('an event cannot make it first after a missed delete of its own key: the read finds the key gone', async () => {
+    const { join, store, watch } = await setup();
     store.put('L/m/a', { lease: 7 });
     const entry = await join();
     const first = track(entry.waitFirst(new AbortController().signal));
-    const read = deferred();
-    handlers.range = async (_what, _request, apply) => {
-      await read.promise;
-      return apply();
-    };
-    store.delete(KEY); // the watch missed this
+    store.delete(KEY); // the watch missed this (or it never existed in this history)
     watch.unsure();
     watch.emit(store.delete('L/m/a'));
-    await flush();
     expect(entry.isFirst).toBe(false);
-    read.resolve();
+    watch.read(store);
     await flush();
     expect(entry.isFirst).toBe(false);
     expect((first.error as Lost).reason).toBe('expired-in-queue');
   });
 
-  it('a re-read that finds its key under another lease ends it (overwritten)', async () => {
+  it('intersects a read with deletes seen since it was taken: a key deleted after the read does not come back', async () => {
     const { join, store, watch } = await setup();
-    store.put('L/m/a', { lease: 7 });
-    const entry = await join();
-    store.put(KEY, { lease: 7 }); // the watch missed this
-    watch.unsure();
-    await flush();
-    expect(reasonOf(entry)).toBe('overwritten');
-  });
-
-  it('intersects the re-read with deletes seen meanwhile: a key deleted after the read’s revision does not come back', async () => {
-    const { join, store, watch, handlers } = await setup();
     store.put('L/m/a', { lease: 7 });
     store.put('L/m/b', { lease: 8 });
     const entry = await join();
-    const answer = deferred();
-    handlers.range = async (_what, _request, apply) => {
-      const res = apply(); // read now (a and b still there), answered late
-      await answer.promise;
-      return res;
-    };
     watch.unsure();
-    watch.emit(store.delete('L/m/a')); // after the read's revision
-    answer.resolve();
-    await flush();
+    const taken = store.range({ key: Buffer.from('L/m/'), range_end: Buffer.from('L/m0') });
+    watch.emit(store.delete('L/m/a')); // after the read's revision, before its answer
+    for (const sub of watch.live()) sub.listener.read(taken.kvs, BigInt(taken.header.revision));
     expect(entry.isFirst).toBe(false); // b is still ahead
 
     watch.emit(store.delete('L/m/b'));
-    expect(entry.isFirst).toBe(true);
-  });
-
-  it('runs one re-read at a time, and one more if told again while it runs', async () => {
-    const { join, store, watch, handlers, count } = await setup();
-    store.put('L/m/a', { lease: 7 });
-    const entry = await join();
-    const reads: { resolve: () => void }[] = [];
-    handlers.range = async (_what, _request, apply) => {
-      const d = deferred();
-      reads.push(d);
-      await d.promise;
-      return apply();
-    };
-    watch.unsure();
-    watch.unsure();
-    watch.unsure();
-    await flush();
-    expect(count('queue check')).toBe(1);
-    reads[0]!.resolve();
-    await flush();
-    expect(count('queue check')).toBe(2);
-    reads[1]!.resolve();
-    await flush();
-    expect(count('queue check')).toBe(2);
-    expect(entry.isFirst).toBe(false);
-  });
-
-  it('retries a re-read that fails transiently, and stays waiting meanwhile', async () => {
-    const { join, store, watch, handlers, clock, count } = await setup();
-    store.put('L/m/a', { lease: 7 });
-    const entry = await join();
-    let failures = 2;
-    handlers.range = (_what, _request, apply) => {
-      if (failures-- > 0) throw new EtcdUnavailableError('etcd is down (fake)');
-      return apply();
-    };
-    watch.unsure();
-    watch.emit(store.delete('L/m/a'));
-    await flush();
-    expect(entry.isFirst).toBe(false);
-    await run(clock, 1_000);
-    expect(count('queue check')).toBe(3);
     expect(entry.isFirst).toBe(true);
   });
 });

@@ -6,20 +6,19 @@
  * A waiter learns it is first from the watch alone: the join txn reads the keys created before
  * its own, and an etcd watch is ordered and gap-free from its start revision, so once it has seen
  * each of them deleted it is first — no read after the event, and no thundering herd (waiters
- * only count deletes). It reads again only when the watch may have missed events. Its own key's
- * delete or overwrite comes on the same ordered stream, so it is never told "first" after its key
- * vanished.
+ * only count deletes). Its own key's delete or overwrite comes on the same ordered stream, so it
+ * is never told "first" after its key vanished. When the watch may have missed events, entries
+ * trust nothing until the watch's next read of the whole prefix, one read for all of them.
  *
  * Keys never outlive their reason: withdraw and release keep trying until the key is gone or the
  * session ends, and the session's local slot stays taken until then, so a later entry of the same
  * session never adopts a key (and a token) it did not create.
  */
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
-import { anySignal, raceSignal, sleep, type Clock } from './clock.js';
+import { anySignal, raceSignal, type Clock } from './clock.js';
 import type { LockLostReason } from './errors.js';
-import { cleanUp, isEnded, isTransient, prefixEnd, type Etcd, type Report } from './etcd.js';
+import { cleanUp, isEnded, prefixEnd, type Etcd, type Report } from './etcd.js';
 import { LossLatch } from './latch.js';
-import { tunables } from './options.js';
 import type { Session, Slot } from './session.js';
 import { rangeOf, type Watch, type WatchEvent } from './watch.js';
 
@@ -39,6 +38,11 @@ const byLease = (key: Buffer, session: Session): ICompare => ({
   lease: session.leaseId.toString(),
 });
 const revisionOf = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+/** The join txn's key's create revision: the txn's own revision if it created the key. */
+const tokenOf = (res: ITxnResponse) =>
+  res.succeeded
+    ? BigInt(res.header.revision)
+    : revisionOf(res.responses[0]!.response_range.kvs[0]!);
 
 export class Queue {
   constructor(
@@ -46,6 +50,8 @@ export class Queue {
     readonly watch: Watch,
     readonly clock: Clock,
     readonly report: Report,
+    /** This client's live session with this lease id (decimal), if any. */
+    private readonly sessionOf: (leaseId: string) => Session | undefined = () => undefined,
   ) {}
 
   /** The queue of `segment` (an encoded name). */
@@ -90,22 +96,40 @@ export class Queue {
     try {
       res = await raceSignal(sent, opts.signal);
     } catch (err) {
-      // The txn may still land: once it has settled, remove whatever it made. Only this slot
-      // can have made a key with this lease, so the lease is the guard.
+      // Once the txn has answered, remove what it made, guarded by its create revision (never by
+      // the lease: a late duplicate would then delete this session's next key). If it never
+      // answered, or was refused, it may still land later: the sweep collects that key.
       slot.idle();
-      const guard = byLease(key, session);
-      void sent.catch(() => {}).then(() => this.remove('withdraw', session, key, guard, slot));
+      void sent.then(
+        (late) => this.remove('withdraw', session, key, byCreate(key, tokenOf(late)), slot),
+        () => slot.leave(),
+      );
       throw err;
     }
-    const token = res.succeeded
-      ? BigInt(res.header.revision)
-      : revisionOf(res.responses[0]!.response_range.kvs[0]!);
+    const token = tokenOf(res);
     const ahead = res.responses[1]!.response_range.kvs.filter((kv) => revisionOf(kv) < token).sort(
       (a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1),
     );
     const entry = new Entry(this, session, slot, key.toString(), token, opts.lostError);
     entry.listen(ahead, BigInt(res.header.revision));
     return entry;
+  }
+
+  /**
+   * Removes keys of this client's live sessions that no entry owns (from a read of the whole
+   * prefix): a join txn that landed after its caller had given up (etcd applies a delayed request
+   * however late it arrives), a key a snapshot restore brought back. Each goes through the
+   * session's slot, so no entry can adopt it meanwhile.
+   */
+  sweep(kvs: IKeyValue[]): void {
+    for (const kv of kvs) {
+      const session = this.sessionOf(kv.lease);
+      const key = kv.key.toString();
+      const named = session && key === `${rangeOf(key)}${session.leaseId.toString(16)}`;
+      if (!named || session.isLost || session.owns(key)) continue;
+      const slot = session.enter(key);
+      void this.remove('sweep', session, kv.key, byCreate(kv.key, revisionOf(kv)), slot);
+    }
   }
 
   /** The first key of the queue of `segment` now (the holder), if any. */
@@ -156,8 +180,8 @@ export class Entry {
   #ahead = new Set<string>();
   /** Events below this revision are already reflected in what the entry knows. */
   #from = 0n;
+  /** Events alone are not trusted until the watch's next read (see `Watch`). */
   #unsure = false;
-  #reading: 'no' | 'yes' | 'again' = 'no';
   #isFirst = false;
   #becameFirst = () => {};
   readonly #first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
@@ -184,8 +208,8 @@ export class Entry {
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
       event: (e) => this.#event(e),
-      unsure: () => this.#reread(),
-      verify: (kvs, readAt) => this.#verify(kvs, readAt),
+      unsure: () => void (this.#unsure = true),
+      read: (kvs, readAt) => this.#read(kvs, readAt),
     });
     const signal = this.session.signal;
     const onLost = () => this.#lose('session', signal.reason);
@@ -276,15 +300,6 @@ export class Entry {
     }
   }
 
-  /** Re-reads if a read of its queue contradicts what it believes (see `Watch`). */
-  #verify(kvs: IKeyValue[], readAt: bigint): void {
-    if (this.#end.reason || this.#removing || this.token > readAt) return; // joined after the read
-    const keys = new Map(kvs.map((kv) => [kv.key.toString(), kv]));
-    const mine = keys.get(this.key);
-    const ours = mine?.lease === this.session.leaseId.toString() && revisionOf(mine) === this.token;
-    if (!ours || [...this.#ahead].some((key) => !keys.has(key))) this.#reread();
-  }
-
   #maybeFirst(): void {
     if (this.#isFirst || this.#unsure || this.#ahead.size > 0 || this.#end.reason) return;
     this.#isFirst = true;
@@ -293,50 +308,23 @@ export class Entry {
   }
 
   /**
-   * Re-reads the queue after the watch may have missed events; one read in flight per entry.
-   * Deletes seen while the read is out were already applied to `#ahead`, and keys only ever
-   * leave that set, so the new set is the intersection of the two.
+   * Takes a read of its queue at `readAt` as the truth (see `Watch`): its own key must be there,
+   * unchanged, or it has ended; the keys ahead are those still in the read. Deletes seen since
+   * the read was sent were already applied, and keys only ever leave that set, so the new set is
+   * the intersection of the two. An entry that joined after the read cannot use it.
    */
-  #reread(): void {
-    this.#unsure = true;
-    if (this.#reading !== 'no') {
-      this.#reading = 'again';
-      return;
+  #read(kvs: IKeyValue[], readAt: bigint): void {
+    if (this.#end.reason || this.#removing || this.token > readAt) return;
+    const mine = kvs.find((kv) => kv.key.toString() === this.key);
+    if (!mine || revisionOf(mine) !== this.token) {
+      return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
     }
-    this.#reading = 'yes';
-    void this.#read().finally(() => {
-      const again = this.#reading === 'again';
-      this.#reading = 'no';
-      if (again) this.#reread();
-    });
-  }
-
-  async #read(): Promise<void> {
-    const range = rangeOf(this.key);
-    const request = { key: Buffer.from(range), range_end: prefixEnd(range), keys_only: true };
-    for (let delay: number = tunables.retryMinMs; !this.#end.reason && !this.#removing;) {
-      try {
-        const res = await this.queue.etcd.range('queue check', request);
-        if (this.#end.reason || this.#removing) return;
-        const mine = res.kvs.find((kv) => kv.key.toString() === this.key);
-        if (!mine || revisionOf(mine) !== this.token) {
-          return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
-        }
-        if (mine.lease !== this.session.leaseId.toString()) return this.#lose('overwritten');
-        const ahead = res.kvs
-          .filter((kv) => revisionOf(kv) < this.token)
-          .map((kv) => kv.key.toString());
-        this.#ahead = new Set(ahead.filter((k) => this.#ahead.has(k)));
-        if (BigInt(res.header.revision) >= this.#from)
-          this.#from = BigInt(res.header.revision) + 1n;
-        this.#unsure = false;
-        return this.#maybeFirst();
-      } catch (err) {
-        if (!isTransient(err)) return; // ended (session or client), or refused: nothing to learn
-      }
-      await sleep(this.queue.clock, delay);
-      delay = Math.min(delay * 2, tunables.retryMaxMs);
-    }
+    if (mine.lease !== this.session.leaseId.toString()) return this.#lose('overwritten');
+    const ahead = kvs.filter((kv) => revisionOf(kv) < this.token).map((kv) => kv.key.toString());
+    this.#ahead = new Set(ahead.filter((key) => this.#ahead.has(key)));
+    if (readAt >= this.#from) this.#from = readAt + 1n;
+    this.#unsure = false;
+    this.#maybeFirst();
   }
 
   #lose(reason: LockLostReason, cause?: unknown): void {

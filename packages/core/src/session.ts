@@ -261,6 +261,11 @@ export class Session implements AsyncDisposable {
     return { turn, idle, leave, held: (token) => void (record.token = token) };
   }
 
+  /** @internal Whether any entry of this session has `key`: holding, waiting or removing it. */
+  owns(key: string): boolean {
+    return this.#slots.has(key);
+  }
+
   /**
    * @internal If an entry of this session holds or contends for `key` right now: the token it
    * holds with (0 while it is still waiting).

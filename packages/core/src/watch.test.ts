@@ -11,16 +11,16 @@ const RECHECK_MS = 5_000;
 /** Long enough that no periodic check runs during a test about something else. */
 const NO_RECHECK = 3_600_000;
 
-function setup(recheckIntervalMs = RECHECK_MS) {
+function setup(recheckIntervalMs = RECHECK_MS, active = () => false) {
   const clock = fakeClock();
   const fake = fakeEtcd();
-  const watch = new Watch(fake.etcd, clock, PREFIX, recheckIntervalMs);
+  const watch = new Watch(fake.etcd, clock, PREFIX, recheckIntervalMs, active);
   return { clock, watch, ...fake };
 }
 
 /**
  * A listener that writes down what it hears, as `put L/a/1@5`, `delete L/a/1@6`, `unsure`; and,
- * apart, the reads it is handed to verify, as `L/a/1,L/a/2@20`.
+ * apart, the reads it is handed, as `L/a/1,L/a/2@20`.
  */
 function recorder() {
   const seen: string[] = [];
@@ -28,7 +28,7 @@ function recorder() {
   const listener: WatchListener = {
     event: (e) => seen.push(`${e.kind} ${e.kv.key.toString()}@${e.revision}`),
     unsure: () => seen.push('unsure'),
-    verify: (kvs, readAt) =>
+    read: (kvs, readAt) =>
       verified.push(`${kvs.map((kv) => kv.key.toString()).join(',')}@${readAt}`),
   };
   return { seen, verified, listener };
@@ -153,8 +153,10 @@ describe('Watch stream', () => {
     expect(kept.seen).toEqual([]);
   });
 
-  it('after a stream error, reopens after a backoff and resumes from the last delivered revision + 1, without unsure', async () => {
-    const { watch, watches, clock } = setup(NO_RECHECK);
+  it('after a stream error, reopens after a backoff, resumes after the last event, and has everyone re-check at once', async () => {
+    // The member may have been restored from a snapshot meanwhile: events of another history
+    // would look just as consistent, so nobody trusts them alone until the next read.
+    const { watch, watches, clock, count, store } = setup(NO_RECHECK);
     const a = recorder();
     watch.subscribe('L/a/', 5n, a.listener);
     await flush();
@@ -173,8 +175,12 @@ describe('Watch stream', () => {
 
     first.events(put('L/a/3', 7n)); // the old stream is no longer listened to
     second.created();
+    await flush();
+    expect(a.seen).toEqual(['put L/a/1@5', 'put L/a/2@6', 'unsure']);
+    expect(count('watch check')).toBe(1);
+    expect(a.verified).toEqual([`@${store.revision}`]);
     second.events(put('L/a/3', 7n));
-    expect(a.seen).toEqual(['put L/a/1@5', 'put L/a/2@6', 'put L/a/3@7']);
+    expect(a.seen).toEqual(['put L/a/1@5', 'put L/a/2@6', 'unsure', 'put L/a/3@7']);
   });
 
   it('does not count a progress notification as delivered: a resumed stream starts after the last event', async () => {
@@ -222,7 +228,7 @@ describe('Watch stream', () => {
     expect(a.seen).toEqual(['put L/a/1@5', 'unsure', 'put L/a/9@50']);
   });
 
-  it('a cancel without compact_revision is a broken stream: resumes from the last delivered revision + 1, no unsure', async () => {
+  it('a cancel without compact_revision is a broken stream: resumes from the last delivered revision + 1', async () => {
     const { watch, watches, clock } = setup(NO_RECHECK);
     const a = recorder();
     watch.subscribe('L/a/', 5n, a.listener);
@@ -233,6 +239,8 @@ describe('Watch stream', () => {
     await run(clock, tunables.retryMinMs);
     expect(watches[1]!.creates).toEqual([9n]);
     expect(a.seen).toEqual(['put L/a/1@8']);
+    watches[1]!.created();
+    expect(a.seen).toEqual(['put L/a/1@8', 'unsure']);
   });
 
   it('replaces a stream whose create is not confirmed within callTimeoutMs, and keeps a confirmed one', async () => {
@@ -314,7 +322,7 @@ describe('Watch liveness check', () => {
     expect(a.seen).toEqual(['put L/a/1@5']);
     expect(b.seen).toEqual([]);
 
-    await run(clock, RECHECK_MS);
+    await run(clock, RECHECK_MS - 2 * CALL_TIMEOUT_MS + 100); // one interval after the first ended
     expect(count('watch check')).toBe(2);
     expect(stream.progressRequests).toBe(2);
   });
@@ -355,13 +363,13 @@ describe('Watch liveness check', () => {
     expect(count('watch check')).toBe(1);
   });
 
-  it('a failed read replaces nothing (the sessions’ own deadlines cover an unreachable etcd)', async () => {
+  it('a failed read is tried again every retryMaxMs and replaces nothing (the sessions’ deadlines cover an unreachable etcd)', async () => {
     const { clock, stream, watches, handlers, a, count } = await live();
     handlers.range = () => {
       throw new Error('etcd is down (fake)');
     };
-    await run(clock, RECHECK_MS + 3 * CALL_TIMEOUT_MS);
-    expect(count('watch check')).toBe(1);
+    await run(clock, RECHECK_MS + 3 * tunables.retryMaxMs);
+    expect(count('watch check')).toBe(4); // unsure subscribers may be waiting for a read
     expect(stream.progressRequests).toBe(0);
     expect(stream.cancelled).toBe(false);
     expect(watches).toHaveLength(1);
@@ -422,5 +430,36 @@ describe('Watch close', () => {
     watch.close();
     await run(clock, 10_000, 100);
     expect(watches).toHaveLength(1);
+  });
+});
+
+describe('Watch check without subscribers', () => {
+  it('reads while the client has a live session, even with no stream open, and hands the whole read to onRead', async () => {
+    let sessions = 1;
+    const { watch, watches, clock, count, store } = setup(RECHECK_MS, () => sessions > 0);
+    const reads: string[] = [];
+    watch.onRead(({ kvs, readAt }) => reads.push(`${kvs.length}@${readAt}`));
+    store.put('L/a/1');
+    watch.wake();
+    await run(clock, RECHECK_MS);
+    expect(count('watch check')).toBe(1);
+    expect(watches).toHaveLength(0); // no stream: only the read
+    expect(reads).toEqual([`1@${store.revision}`]);
+    sessions = 0;
+    await run(clock, 3 * RECHECK_MS);
+    expect(count('watch check')).toBe(1); // no session left: no more reads
+  });
+
+  it('reads a large prefix in pages at one revision', async () => {
+    const { watch, clock, calls, store } = setup(RECHECK_MS, () => true);
+    for (let i = 0; i < tunables.checkPageKeys + 5; i++)
+      store.put(`L/q${String(i).padStart(5, '0')}/1`);
+    const reads: number[] = [];
+    watch.onRead(({ kvs }) => reads.push(kvs.length));
+    watch.wake();
+    await run(clock, RECHECK_MS);
+    expect(reads).toEqual([tunables.checkPageKeys + 5]);
+    const pages = calls.filter((what) => what === 'watch check');
+    expect(pages).toHaveLength(2);
   });
 });

@@ -1,4 +1,4 @@
-import type { IKeyValue, IRangeResponse, IWatchRequest, IWatchResponse } from 'etcd3';
+import type { IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
 import { callAt, sleep, type Clock } from './clock.js';
 import { endStream, prefixEnd, type Etcd, type Stream } from './etcd.js';
 import { Listeners } from './latch.js';
@@ -15,13 +15,13 @@ export interface WatchEvent {
 export interface WatchListener {
   /** An event in the subscribed range, at or after the revision subscribed from, in order. */
   event(event: WatchEvent): void;
-  /** Events may have been missed: re-read, and trust events after the read's revision. */
-  unsure(): void;
   /**
-   * The range's keys (keys only) as a linearizable read saw them at `readAt`: a listener whose
-   * belief disagrees (its own key gone or changed, a key it waits for gone) re-reads.
+   * Events may have been missed (or belong to another history): trust none of them on its own
+   * until the next `read`, which the watch sends at once.
    */
-  verify(kvs: IKeyValue[], readAt: bigint): void;
+  unsure(): void;
+  /** The range's keys (keys only), as a linearizable read saw them at `readAt`. */
+  read(kvs: IKeyValue[], readAt: bigint): void;
 }
 
 type WatchStream = Stream<IWatchRequest, IWatchResponse>;
@@ -39,19 +39,24 @@ export const rangeOf = (key: string): string => key.slice(0, key.lastIndexOf('/'
  * also decodes other clients' churn under the same prefix.
  *
  * What makes it safe to rely on:
- * - an etcd watch is ordered and gap-free from its start revision, so after a broken stream it
- *   resumes from the revision after the last event it delivered. Only events count: etcd 3.4
- *   answers a progress request with its current revision even while the watch is still sending
- *   older events, so a progress notification proves the stream is alive, not what it delivered;
- * - when resuming is impossible (the revision was compacted) every subscriber is told it is
- *   unsure and re-reads; so is one that subscribes from a revision the watch can no longer replay;
- * - every `recheckIntervalMs`, and at once after any reconnect, one keys-only linearizable read
- *   of the prefix is handed to every subscriber to check its belief against (a holder whose key
- *   is gone, a waiter whose predecessor is gone: each re-reads), so an event missed for any reason
- *   costs at most that long; and the stream must answer a progress request within
- *   `callTimeoutMs`, or it is replaced (a frozen member keeps a dead stream open). That is one
- *   read per client, whatever the number of locks, and it also catches a rewound history
- *   (`Etcd.observe`). A watch create must be confirmed within `callTimeoutMs` too.
+ * - an etcd watch is ordered and gap-free from its start revision. Only events count as
+ *   delivered: etcd 3.4 answers a progress request with its current revision even while the
+ *   watch is still sending older events, so a progress notification proves the stream is alive,
+ *   nothing more;
+ * - after any break the stream resumes after the last event it delivered, but every subscriber
+ *   is told it is unsure: the member may have been restored from a snapshot, and events of another
+ *   history would read as consistent. So are they all after a compaction, and one that subscribes
+ *   from a revision the watch can no longer replay;
+ * - whenever it says unsure, and every `recheckIntervalMs` while the client has subscribers or
+ *   live sessions, the watch reads the whole prefix (keys only, in pages, at one revision) and
+ *   hands each subscriber its range: that one read settles every unsure subscriber and catches
+ *   anything missed (a hold whose key is gone, a waiter whose predecessor is gone), so an event
+ *   lost for any reason costs at most `recheckIntervalMs`; it also catches a rewound history
+ *   (`Etcd.observe`). A failed read is retried with backoff. The stream must answer a progress
+ *   request within `callTimeoutMs`, and a watch create be confirmed as fast, or the stream is
+ *   replaced (a frozen member keeps a dead stream open);
+ * - every event and every read also goes to `onEvent` / `onRead` listeners: the queue sweeps the
+ *   keys of this client's sessions that nothing owns.
  */
 export class Watch {
   readonly #subs = new Map<string, Set<Subscription>>();
@@ -62,6 +67,10 @@ export class Watch {
   #delivered = 0n;
   #resumed = false;
   #checkAt = Infinity;
+  #checking = false;
+  /** A check was asked for while one ran: run another right after it. */
+  #checkAgain = false;
+  readonly #events = new Listeners<WatchEvent>();
   /** Events from this revision on are in `#buffer` or still to come. */
   #coveredFrom = 0n;
   #buffer: WatchEvent[] = [];
@@ -69,12 +78,31 @@ export class Watch {
   #cancelCreateTimer = () => {};
   #cancelCheck: (() => void) | undefined;
 
+  readonly #reads = new Listeners<{ kvs: IKeyValue[]; readAt: bigint }>();
+
   constructor(
     private readonly etcd: Etcd,
     private readonly clock: Clock,
     readonly prefix: string,
     private readonly recheckIntervalMs: number,
+    /** Whether to go on checking without subscribers (while the client has live sessions). */
+    private readonly active: () => boolean = () => false,
   ) {}
+
+  /** Hears every event under the prefix, whichever range it is in. */
+  onEvent(listener: (event: WatchEvent) => void): Disposable {
+    return this.#events.add(listener);
+  }
+
+  /** Hears every check's read of the whole prefix (keys only), e.g. to sweep orphaned keys. */
+  onRead(listener: (read: { kvs: IKeyValue[]; readAt: bigint }) => void): Disposable {
+    return this.#reads.add(listener);
+  }
+
+  /** Starts the periodic check if it is not running (a session was made). */
+  wake(): void {
+    this.#scheduleCheck();
+  }
 
   /**
    * Delivers events of `range` from revision `from` on. Buffered events are replayed at once,
@@ -89,7 +117,11 @@ export class Watch {
       this.#reset(from);
       void this.#open();
     } else if (from < this.#coveredFrom) {
-      queueMicrotask(() => set.has(sub) && listener.unsure());
+      queueMicrotask(() => {
+        if (!set.has(sub)) return;
+        listener.unsure();
+        this.#checkNow();
+      });
     } else {
       for (const e of this.#buffer) {
         if (e.revision >= from && rangeOf(e.kv.key.toString()) === range) listener.event(e);
@@ -111,7 +143,9 @@ export class Watch {
     this.#drop(false);
   }
 
+  /** Starts over at `from`: a first stream, or after a compaction (everyone is unsure already). */
   #reset(from: bigint): void {
+    this.#resumed = false;
     this.#buffer = [];
     this.#coveredFrom = from;
     this.#delivered = from - 1n;
@@ -167,7 +201,7 @@ export class Watch {
       this.#phase = 'live';
       this.#cancelCreateTimer();
       this.#retryDelayMs = tunables.retryMinMs;
-      if (this.#resumed) this.#scheduleCheck(0); // belt and braces after any break
+      if (this.#resumed) this.#allUnsure(); // after a break: perhaps another history
       this.#resumed = true;
       return;
     }
@@ -185,6 +219,7 @@ export class Watch {
       for (const sub of this.#subs.get(rangeOf(ev.kv.key.toString())) ?? []) {
         if (event.revision >= sub.from) sub.listener.event(event);
       }
+      this.#events.emit(event);
     }
   }
 
@@ -213,43 +248,82 @@ export class Watch {
     for (const set of [...this.#subs.values()]) {
       for (const sub of [...set]) sub.listener.unsure();
     }
+    this.#checkNow();
+  }
+
+  /** Runs a check at once, or right after the one running. */
+  #checkNow(): void {
+    if (this.#checking) this.#checkAgain = true;
+    else this.#scheduleCheck(0);
   }
 
   /** Arms the next check `delayMs` from now, unless one is already due sooner. */
   #scheduleCheck(delayMs = this.recheckIntervalMs): void {
     const at = this.clock.now() + delayMs;
-    if (this.#phase === 'closed' || this.#checkAt <= at) return;
+    if (this.#phase === 'closed' || this.#checking || this.#checkAt <= at) return;
     this.#cancelCheck?.();
     this.#checkAt = at;
     this.#cancelCheck = callAt(this.clock, at, () => {
       this.#checkAt = Infinity;
-      if (this.#subs.size > 0) void this.#check().finally(() => this.#scheduleCheck());
+      if (this.#subs.size === 0 && !this.active()) return;
+      this.#checking = true;
+      void this.#check().then((read) => {
+        this.#checking = false;
+        const again = this.#checkAgain;
+        this.#checkAgain = false;
+        // A failed read is tried again soon: unsure subscribers are waiting for one.
+        this.#scheduleCheck(again ? 0 : read ? this.recheckIntervalMs : tunables.retryMaxMs);
+      });
     });
   }
 
-  /** Hands every subscriber one read of the prefix, then proves the stream still answers. */
-  async #check(): Promise<void> {
-    const stream = this.#stream;
-    if (this.#phase !== 'live' || !stream) return;
-    const request = { key: Buffer.from(this.prefix), range_end: prefixEnd(this.prefix) };
-    let res: IRangeResponse;
+  /**
+   * Hands every subscriber (and `onRead`) one read of the prefix, then, if the stream is up,
+   * proves it still answers. Also while no stream is open: the read alone catches a rewound
+   * history and the keys a session should no longer have.
+   */
+  async #check(): Promise<boolean> {
+    let read: { kvs: IKeyValue[]; readAt: bigint };
     try {
-      res = await this.etcd.range('watch check', { ...request, keys_only: true });
+      read = await this.#readAll();
     } catch {
-      return; // unreachable or ended: the sessions' own deadlines cover that
+      return false; // unreachable or ended: tried again soon; the sessions' deadlines still hold
     }
     const byRange = new Map<string, IKeyValue[]>();
-    for (const kv of res.kvs) {
+    for (const kv of read.kvs) {
       const range = rangeOf(kv.key.toString());
       byRange.set(range, [...(byRange.get(range) ?? []), kv]);
     }
-    const readAt = BigInt(res.header.revision);
     for (const [range, set] of [...this.#subs]) {
-      for (const sub of [...set]) sub.listener.verify(byRange.get(range) ?? [], readAt);
+      for (const sub of [...set]) sub.listener.read(byRange.get(range) ?? [], read.readAt);
     }
-    if (stream === this.#stream && !(await this.#answers(stream))) {
+    this.#reads.emit(read);
+    const stream = this.#stream;
+    if (this.#phase === 'live' && stream && !(await this.#answers(stream))) {
+      if (stream !== this.#stream) return true;
       this.#broken(stream, true);
       this.#allUnsure();
+    }
+    return true;
+  }
+
+  /** The prefix's keys at one revision, in pages that stay far below gRPC's message limit. */
+  async #readAll(): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
+    const kvs: IKeyValue[] = [];
+    const rangeEnd = prefixEnd(this.prefix);
+    let from = Buffer.from(this.prefix);
+    for (let readAt: bigint | undefined; ;) {
+      const res = await this.etcd.range('watch check', {
+        key: from,
+        range_end: rangeEnd,
+        keys_only: true,
+        limit: tunables.checkPageKeys,
+        ...(readAt === undefined ? {} : { revision: readAt.toString() }),
+      });
+      readAt ??= BigInt(res.header.revision);
+      kvs.push(...res.kvs);
+      if (!res.more || res.kvs.length === 0) return { kvs, readAt };
+      from = Buffer.concat([res.kvs.at(-1)!.key, Buffer.from([0])]);
     }
   }
 
