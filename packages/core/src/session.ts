@@ -121,7 +121,8 @@ export class Session implements AsyncDisposable {
   #expiresAt: number;
   #stream: KeepAliveStream | undefined;
   #reopenDelayMs: number = tunables.retryMinMs;
-  #goneAnswers = 0;
+  /** Members that answered "lease gone" since the last live answer. */
+  readonly #goneFrom: string[] = [];
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -368,14 +369,15 @@ export class Session implements AsyncDisposable {
       // A member that just woke from a pause (or was cut off) can answer from a stale view and
       // call a live lease expired. Ask again on fresh streams (each may reach another member);
       // the local deadline still bounds how long this can take.
-      if (++this.#goneAnswers < tunables.goneConfirmations) {
+      this.#goneFrom.push(res.header.member_id);
+      if (this.#goneFrom.length < tunables.goneConfirmations) {
         this.#dropStream(false);
-        return this.#reopenLater(tunables.retryMinMs);
+        return this.#reopenLater(this.#reopenDelayMs); // 100, 200, 400 ms: room to catch up
       }
-      const message = `etcd reports lease ${this.leaseId.toString(16)} no longer exists (TTL ${res.TTL}): it expired or was revoked`;
+      const message = `etcd reports lease ${this.leaseId.toString(16)} no longer exists (TTL ${res.TTL}, ${this.#goneFrom.length} answers on fresh streams, from members ${[...new Set(this.#goneFrom)].join(', ')}): it expired or was revoked`;
       return this.#lose(new LeaseLostError('gone', this.leaseId, message));
     }
-    this.#goneAnswers = 0;
+    this.#goneFrom.length = 0;
     this.#reopenDelayMs = tunables.retryMinMs;
     // Never moves the deadline backwards: answers to earlier sends may arrive late.
     this.#expiresAt = Math.max(
