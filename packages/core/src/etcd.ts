@@ -84,7 +84,7 @@ const AUTH_FAILURE =
 export type Report = (error: LeaseholdError) => void;
 
 /** etcd did not answer: worth trying again later. */
-export const isTransient = (err: unknown): boolean =>
+const isTransient = (err: unknown): boolean =>
   isLeaseholdError(err) && err.code === 'ETCD_UNAVAILABLE';
 
 /** The client is closed or met another cluster: nothing more can be done through it. */

@@ -66,7 +66,7 @@ export const answerTimeoutMs = (ttlSeconds: number): number =>
  * TTL, so "it will expire anyway" is no bound while etcd is down; once etcd answers again, the
  * revoke gets `revokeRetryTtls` TTLs more before it gives up and reports.
  */
-export function revokeUntilGone(
+function revokeUntilGone(
   etcd: Etcd,
   clock: Clock,
   report: Report,
