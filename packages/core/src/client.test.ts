@@ -98,7 +98,13 @@ describe('connect() option validation', () => {
 function setup(sharedOptions: Omit<SessionOptions, 'signal'> = { ttlSeconds: 3_600 }) {
   const clock = fakeClock();
   const fake = fakeEtcd();
-  const client = new Leasehold(fake.etcd, clock, 'L/', 5_000, sharedOptions);
+  const client = new Leasehold(
+    fake.etcd,
+    clock,
+    { lockPrefix: 'L/', electionPrefix: 'E/' },
+    5_000,
+    sharedOptions,
+  );
   return { clock, client, ...fake };
 }
 
@@ -264,7 +270,7 @@ describe('withLock()', () => {
     const { client, count } = setup();
     const error: unknown = await client.withLock('job', 'nope' as never).catch((e: unknown) => e);
     expect(isInvalidArgumentError(error)).toBe(true);
-    expect(count('queue join')).toBe(0);
+    expect(count('lock join')).toBe(0);
   });
 });
 

@@ -2,6 +2,9 @@ import { raceSignal, systemClock, type Clock } from './clock.js';
 import { ClientClosedError, type LeaseholdError } from './errors.js';
 import { Etcd } from './etcd.js';
 import { Listeners } from './latch.js';
+import { campaign, type CampaignOptions, type Leadership } from './election.js';
+import { toHolder, type Holder } from './hold.js';
+import { lead, type LeaderWork, type LeadOptions } from './lead.js';
 import {
   acquire,
   tryAcquire,
@@ -12,6 +15,7 @@ import {
 } from './mutex.js';
 import {
   defaults,
+  encodeName,
   invalid,
   MAX_TIMER_MS,
   validateAttempts,
@@ -24,6 +28,7 @@ import {
   type AuthOptions,
   type TlsOptions,
 } from './options.js';
+import { Observer, type LeaderState, type ObserveOptions } from './observe.js';
 import { Queue } from './queue.js';
 import { Session, sessionSettings, type SessionOptions } from './session.js';
 import { Watch } from './watch.js';
@@ -43,9 +48,11 @@ export interface ConnectOptions {
   maxAttempts?: number;
   /** Key prefix for locks. Default `/leasehold/lock/`. */
   lockPrefix?: string;
+  /** Key prefix for elections. Default `/leasehold/election/`. */
+  electionPrefix?: string;
   /** How often the client re-reads its lock prefix and checks its watch. Default 5000. */
   recheckIntervalMs?: number;
-  /** Options of the shared session that locks use unless given one. */
+  /** Options of the shared session that locks and campaigns use unless given one. */
   session?: Omit<SessionOptions, 'signal'>;
   /** Aborting it cancels `connect()`, or closes the client once connected. */
   signal?: AbortSignal;
@@ -76,6 +83,17 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
     auth: validateAuth(options.auth),
   };
   const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
+  const electionPrefix = validatePrefix(
+    'electionPrefix',
+    options.electionPrefix ?? defaults.electionPrefix,
+  );
+  if (lockPrefix.startsWith(electionPrefix) || electionPrefix.startsWith(lockPrefix)) {
+    throw invalid(
+      'electionPrefix',
+      `a prefix that neither contains nor is contained in lockPrefix ${JSON.stringify(lockPrefix)} (locks and elections would read each other's keys)`,
+      electionPrefix,
+    );
+  }
   const recheckIntervalMs = ms('recheckIntervalMs');
   const shared = {
     ...sessionSettings(options.session === undefined ? {} : options.session, 'session').options,
@@ -83,12 +101,18 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   const signal = validateSignal(options.signal);
   signal?.throwIfAborted();
   const etcd = await Etcd.open(etcdOptions, lockPrefix, signal);
-  const client = new Leasehold(etcd, clock, lockPrefix, recheckIntervalMs, shared);
+  const client = new Leasehold(
+    etcd,
+    clock,
+    { lockPrefix, electionPrefix },
+    recheckIntervalMs,
+    shared,
+  );
   signal?.addEventListener('abort', () => void client.close(), { once: true });
   return client;
 }
 
-/** A connection to one etcd cluster. Sessions and locks are made from it. */
+/** A connection to one etcd cluster. Sessions, locks and elections are made from it. */
 export class Leasehold implements AsyncDisposable {
   /** @internal */
   readonly etcd: Etcd;
@@ -96,39 +120,61 @@ export class Leasehold implements AsyncDisposable {
   readonly clock: Clock;
   /** @internal The lock queues, on one watch over the lock prefix. */
   readonly locks: Queue;
+  /** @internal The election queues, on one watch over the election prefix. */
+  readonly elections: Queue;
   /** Key prefix of this client's locks. */
   readonly lockPrefix: string;
-  readonly #watch: Watch;
+  /** Key prefix of this client's elections. */
+  readonly electionPrefix: string;
+  readonly #watches: Watch[] = [];
   readonly #sharedOptions: Omit<SessionOptions, 'signal'>;
   /** Live sessions by lease id (decimal). */
   readonly #sessions = new Map<string, Session>();
   readonly #cleanupErrors = new Listeners<LeaseholdError>();
+  /** Aborts on close: ends observers. */
+  readonly #closed = new AbortController();
   #shared: Session | undefined;
   #sharedPending: Promise<Session> | undefined;
   #closing: Promise<void> | undefined;
+  #electionsUsed = false;
 
   /** @internal Use {@link connect}. */
   constructor(
     etcd: Etcd,
     clock: Clock,
-    lockPrefix: string,
+    prefixes: { lockPrefix: string; electionPrefix: string },
     recheckIntervalMs: number,
     sharedOptions: Omit<SessionOptions, 'signal'>,
   ) {
     this.etcd = etcd;
     this.clock = clock;
-    this.lockPrefix = lockPrefix;
+    this.lockPrefix = prefixes.lockPrefix;
+    this.electionPrefix = prefixes.electionPrefix;
     this.#sharedOptions = sharedOptions;
-    // The watch checks while any session lives: a session's lease may own keys by then.
-    const active = () => this.#sessions.size > 0;
-    this.#watch = new Watch(etcd, clock, lockPrefix, recheckIntervalMs, active);
+    // A queue's watch checks while any session lives, which may own keys in it by then (for
+    // elections: once this client has campaigned).
+    const live = () => this.#sessions.size > 0;
+    this.locks = this.#queue('lock', this.lockPrefix, recheckIntervalMs, live);
+    this.elections = this.#queue(
+      'election',
+      this.electionPrefix,
+      recheckIntervalMs,
+      () => this.#electionsUsed && live(),
+    );
+  }
+
+  #queue(noun: string, prefix: string, recheckIntervalMs: number, active: () => boolean): Queue {
+    const watch = new Watch(this.etcd, this.clock, prefix, recheckIntervalMs, active);
+    this.#watches.push(watch);
     const sessionOf = (leaseId: string) => this.#sessions.get(leaseId);
-    this.locks = new Queue(etcd, this.#watch, clock, (e) => this.#report(e), sessionOf);
-    this.#watch.onRead(({ kvs }) => this.locks.sweep(kvs));
+    const report = (e: LeaseholdError) => this.#report(e);
+    const queue = new Queue(this.etcd, watch, this.clock, report, noun, sessionOf);
+    watch.onRead(({ kvs }) => queue.sweep(kvs));
     // A key created for no entry (a join that landed late) goes as soon as its event arrives.
-    this.#watch.onEvent(({ kind, kv }) => {
-      if (kind === 'put' && kv.create_revision === kv.mod_revision) this.locks.sweep([kv]);
+    watch.onEvent(({ kind, kv }) => {
+      if (kind === 'put' && kv.create_revision === kv.mod_revision) queue.sweep([kv]);
     });
+    return queue;
   }
 
   /** The etcd cluster id recorded on first contact (decimal). */
@@ -147,7 +193,7 @@ export class Leasehold implements AsyncDisposable {
     const id = session.leaseId.toString();
     this.#sessions.set(id, session);
     session.signal.addEventListener('abort', () => this.#sessions.delete(id), { once: true });
-    this.#watch.wake();
+    for (const watch of this.#watches) watch.wake();
     return session;
   }
 
@@ -202,6 +248,66 @@ export class Leasehold implements AsyncDisposable {
   }
 
   /**
+   * Who holds the lock `name` now: its holder value, token, key and lease, or `undefined` if
+   * it is free. One linearizable read; the answer may be stale by the time it arrives.
+   */
+  async holder(name: string): Promise<Holder | undefined> {
+    return toHolder(await this.locks.first(encodeName(name)));
+  }
+
+  /**
+   * Campaigns in `election` with `value` and resolves once elected, to the term's
+   * {@link Leadership}. Candidates are elected in the order they joined (as with `etcdctl
+   * elect`). Rejects with `signal.reason` on abort, `CampaignTimeoutError` after `timeoutMs`,
+   * the session's `LeaseLostError` if it is lost while waiting (it is then never elected); the
+   * candidacy is withdrawn in each case.
+   */
+  campaign(election: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
+    this.#electionsUsed = true;
+    return campaign(this, election, value, options);
+  }
+
+  /**
+   * Who leads `election` now: the leader's value, token, key and lease, or `undefined` if no
+   * one does. One linearizable read.
+   */
+  async leader(election: string): Promise<Holder | undefined> {
+    return toHolder(await this.elections.first(encodeName(election, 'election')));
+  }
+
+  /**
+   * Follows who leads `election`: first the state now, then every change, in revision order,
+   * including "no leader" (`leader: undefined`) and every value a leader proclaims. Survives
+   * reconnects and compaction (it reads the election again and reports what changed). Ends
+   * when `signal` aborts or the client closes; throws `ClusterChangedError` if the cluster
+   * changes. States are queued until read: none is dropped.
+   */
+  observe(election: string, options: ObserveOptions = {}): AsyncIterableIterator<LeaderState> {
+    const segment = encodeName(election, 'election');
+    if (typeof options !== 'object' || options === null) {
+      throw invalid('options', 'an object', options);
+    }
+    this.etcd.assertUsable();
+    return Observer.start(this.elections, segment, options, this.#closed.signal);
+  }
+
+  /**
+   * Runs a service's leader-only `work` in `election`: campaigns, runs `work({ token, signal,
+   * leadership })` while leader, aborts its signal when the term is lost and campaigns again,
+   * and on `options.signal` lets the work drain (at most `drainTimeoutMs`) and resigns. Resolves
+   * once shut down or when `work` returns; see {@link LeadOptions}.
+   */
+  lead(
+    election: string,
+    value: string,
+    work: LeaderWork,
+    options: LeadOptions = {},
+  ): Promise<void> {
+    this.#electionsUsed = true;
+    return lead(this, election, value, work, options);
+  }
+
+  /**
    * Calls `listener` when clean-up that goes on in the background fails: removing a released or
    * withdrawn lock key, revoking a lost or closed session's lease. Each is retried until done or
    * its session ends. Without listeners these are emitted as process warnings
@@ -223,8 +329,9 @@ export class Leasehold implements AsyncDisposable {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#closed.abort();
       await Promise.allSettled([...this.#sessions.values()].map((s) => s.close()));
-      this.#watch.close();
+      for (const watch of this.#watches) watch.close();
       this.etcd.close();
     })();
     return this.#closing;

@@ -222,13 +222,19 @@ export class FakeKv {
     return this.#delete(kv.key, this.revision);
   }
 
-  /** Key order, `limit` with `more`, keys-only; `revision` must be the current one (no history). */
+  /**
+   * Key order (or create order, ascending), `limit` with `more`, keys-only; `revision` must be
+   * the current one (no history).
+   */
   range(request: IRangeRequest): IRangeResponse {
     if (request.revision !== undefined && BigInt(request.revision) !== this.revision) {
       throw new Error(`FakeKv keeps no history: asked for revision ${request.revision}`);
     }
+    const byCreate = request.sort_target === 'Create';
     const kvs = this.#select(request.key, request.range_end).sort((a, b) =>
-      Buffer.compare(a.key, b.key),
+      byCreate
+        ? Number(BigInt(a.create_revision) - BigInt(b.create_revision))
+        : Buffer.compare(a.key, b.key),
     );
     const limit = Number(request.limit ?? 0);
     const page = limit > 0 ? kvs.slice(0, limit) : kvs;

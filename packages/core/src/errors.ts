@@ -22,7 +22,10 @@ export type LeaseholdErrorCode =
   | 'LOCK_TAKEN'
   | 'LOCK_TIMEOUT'
   | 'LOCK_LOST'
-  | 'LOCK_RELEASED';
+  | 'LOCK_RELEASED'
+  | 'CAMPAIGN_TIMEOUT'
+  | 'LEADERSHIP_LOST'
+  | 'LEADERSHIP_RESIGNED';
 
 export class LeaseholdError extends Error {
   declare readonly code: LeaseholdErrorCode;
@@ -125,16 +128,21 @@ export class ClientClosedError extends plain('CLIENT_CLOSED') {
   }
 }
 
-/** `tryAcquire` found the lock held. Says by whom: the holder's key and fencing token. */
+/**
+ * `tryAcquire` found the lock held. Says by whom: the holder's key, fencing token and value
+ * (`hostname:pid` for a leasehold holder by default; empty for `etcdctl lock`).
+ */
 export class LockTakenError extends LeaseholdError {
   constructor(
     readonly lockName: string,
     readonly holderKey: string,
     readonly holderToken: bigint,
+    readonly holderValue = '',
   ) {
+    const by = holderValue === '' ? '' : ` ${JSON.stringify(holderValue)}`;
     super(
       'LOCK_TAKEN',
-      `lock ${JSON.stringify(lockName)} is held by ${holderKey} (token ${holderToken})`,
+      `lock ${JSON.stringify(lockName)} is held by${by} ${holderKey} (token ${holderToken})`,
     );
   }
 }
@@ -183,6 +191,50 @@ export class LockReleasedError extends LeaseholdError {
   }
 }
 
+/** `campaign` waited `timeoutMs` without being elected; its candidacy is withdrawn. */
+export class CampaignTimeoutError extends LeaseholdError {
+  constructor(
+    readonly election: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'CAMPAIGN_TIMEOUT',
+      `election ${JSON.stringify(election)} was not won within ${timeoutMs} ms (timeoutMs)`,
+    );
+  }
+}
+
+/**
+ * A leadership (or a waiting candidacy) can no longer be trusted; `reason` as for locks
+ * ({@link LockLostReason}). The fencing token of the term is `token`.
+ */
+export class LeadershipLostError extends LeaseholdError {
+  constructor(
+    readonly reason: LockLostReason,
+    readonly election: string,
+    readonly key: string,
+    readonly token: bigint,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super('LEADERSHIP_LOST', message, options);
+  }
+}
+
+/** The leader resigned; the leadership's write helpers no longer write. */
+export class LeadershipResignedError extends LeaseholdError {
+  constructor(
+    readonly election: string,
+    readonly key: string,
+    readonly token: bigint,
+  ) {
+    super(
+      'LEADERSHIP_RESIGNED',
+      `leadership of ${JSON.stringify(election)} (${key}, token ${token}) was resigned; campaign again to lead`,
+    );
+  }
+}
+
 function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
   return (err: unknown): err is E =>
     typeof err === 'object' &&
@@ -209,3 +261,6 @@ export const isLockTakenError = guard<LockTakenError>('LOCK_TAKEN');
 export const isLockTimeoutError = guard<LockTimeoutError>('LOCK_TIMEOUT');
 export const isLockLostError = guard<LockLostError>('LOCK_LOST');
 export const isLockReleasedError = guard<LockReleasedError>('LOCK_RELEASED');
+export const isCampaignTimeoutError = guard<CampaignTimeoutError>('CAMPAIGN_TIMEOUT');
+export const isLeadershipLostError = guard<LeadershipLostError>('LEADERSHIP_LOST');
+export const isLeadershipResignedError = guard<LeadershipResignedError>('LEADERSHIP_RESIGNED');

@@ -1,18 +1,16 @@
 export { connect, Leasehold, type ConnectOptions } from './client.js';
 export { Session, type SessionOptions } from './session.js';
-export {
-  Lock,
-  type AcquireOptions,
-  type TryAcquireOptions,
-  type LockContext,
-  type LockGuard,
-  type FencedOp,
-} from './mutex.js';
+export { Lock, type AcquireOptions, type TryAcquireOptions, type LockContext } from './mutex.js';
+export { type LockGuard, type FencedOp, type Holder } from './hold.js';
+export { Leadership, type CampaignOptions } from './election.js';
+export { type LeaderState, type ObserveOptions } from './observe.js';
+export { type LeadOptions, type LeaderContext, type LeaderWork } from './lead.js';
 export {
   defaults,
   MIN_TTL_SECONDS,
   MAX_TTL_SECONDS,
   MAX_NAME_LENGTH,
+  MAX_VALUE_BYTES,
   type AuthOptions,
   type TlsOptions,
 } from './options.js';

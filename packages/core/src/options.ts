@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { InvalidArgumentError } from './errors.js';
 
 /**
@@ -15,8 +16,10 @@ export const defaults = {
   maxAttempts: 3,
   /** Where lock keys live. `etcdctl lock <prefix><name>` contends for the same lock. */
   lockPrefix: '/leasehold/lock/',
-  /** Where election keys live. */
+  /** Where election keys live. `etcdctl elect <prefix><name>` joins the same election. */
   electionPrefix: '/leasehold/election/',
+  /** How long `lead()` lets leader-only work finish after shutdown before it resigns anyway. */
+  drainTimeoutMs: 10_000,
   /**
    * How often a client with locks, waiters or sessions re-reads its lock prefix (keys only, one
    * read per client) and proves its watch still answers: the most an event missed for any reason
@@ -76,6 +79,11 @@ export const MIN_TTL_SECONDS = 2;
 /** etcd's `MaxLeaseTTL`. */
 export const MAX_TTL_SECONDS = 9_000_000_000;
 export const MAX_NAME_LENGTH = 1024;
+/**
+ * Most bytes (UTF-8) of a lock's holder value or a candidate's value. Values travel on every
+ * watch event of their queue and are kept in the watch's replay buffer, so they stay small.
+ */
+export const MAX_VALUE_BYTES = 64 * 1024;
 /** setTimeout fires at once for longer delays; every timer is clamped to this. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -159,6 +167,26 @@ export function validateAttempts(value: unknown): number {
   return value as number;
 }
 
+/** A lock holder's default value: who holds it, for people reading `etcdctl get`. */
+export const defaultHolderValue = (): string => `${hostname()}:${process.pid}`;
+
+/** A holder or candidate value: a well-formed string of at most `MAX_VALUE_BYTES` bytes. */
+export function validateValue(name: string, value: unknown): string {
+  if (
+    typeof value === 'string' &&
+    !LONE_SURROGATE.test(value) &&
+    Buffer.byteLength(value) <= MAX_VALUE_BYTES
+  ) {
+    return value;
+  }
+  const size = typeof value === 'string' ? ` (${Buffer.byteLength(value)} bytes)` : '';
+  throw invalid(
+    name,
+    `a string of at most ${MAX_VALUE_BYTES} bytes of UTF-8, without unpaired surrogates${size}`,
+    value,
+  );
+}
+
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
@@ -172,7 +200,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * Names must be well-formed UTF-16: a lone surrogate encodes to U+FFFD, so two different
  * ill-formed names would share one key.
  */
-export function encodeName(name: unknown): string {
+export function encodeName(name: unknown, what = 'name'): string {
   if (
     typeof name !== 'string' ||
     name.length === 0 ||
@@ -181,7 +209,7 @@ export function encodeName(name: unknown): string {
     LONE_SURROGATE.test(name)
   ) {
     throw invalid(
-      'name',
+      what,
       `a non-empty string of at most ${MAX_NAME_LENGTH} characters, without NUL or unpaired surrogates`,
       name,
     );

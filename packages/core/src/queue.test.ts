@@ -51,7 +51,7 @@ async function setup() {
   const watch = fakeWatch('L/');
   const sessionOf = (leaseId: string) =>
     leaseId === session.leaseId.toString() ? session : undefined;
-  const queue = new Queue(fake.etcd, watch.watch, clock, (e) => reports.push(e), sessionOf);
+  const queue = new Queue(fake.etcd, watch.watch, clock, (e) => reports.push(e), 'lock', sessionOf);
   const join = (signal = new AbortController().signal) =>
     queue.join('m', session, { value: Buffer.from('v'), signal, lostError });
   return { clock, session, queue, watch, reports, join, ...fake };
@@ -122,7 +122,7 @@ describe('Queue join', () => {
     const answer = deferred();
     handlers.txn = async (what, _request, apply) => {
       const res = apply(); // etcd applies it; the answer is slow
-      if (what === 'queue join') await answer.promise;
+      if (what === 'lock join') await answer.promise;
       return res;
     };
     const controller = new AbortController();
@@ -149,7 +149,7 @@ describe('Queue join', () => {
   it('after a join that was refused or never answered, frees the slot at once (nothing to withdraw that it knows of)', async () => {
     const { join, handlers } = await setup();
     handlers.txn = (what, _request, apply) => {
-      if (what === 'queue join') throw new EtcdRequestError('etcdserver: permission denied (fake)');
+      if (what === 'lock join') throw new EtcdRequestError('etcdserver: permission denied (fake)');
       return apply();
     };
     const refused = await join().catch((e: unknown) => e);
@@ -182,7 +182,7 @@ describe('Queue join', () => {
     controller.abort(new Error('stop'));
     await flush();
     expect(later.error).toMatchObject({ message: 'stop' });
-    expect(count('queue join')).toBe(1);
+    expect(count('lock join')).toBe(1);
     expect(earlier.isFirst).toBe(true);
   });
 });
@@ -261,7 +261,7 @@ describe('Entry end', () => {
     handlers.txn = (what, _request, apply) => {
       const res = apply();
       // The shared watch is ahead of this answer: its buffer already holds the key's delete.
-      if (what === 'queue join') watch.replay.push(store.delete(KEY));
+      if (what === 'lock join') watch.replay.push(store.delete(KEY));
       return res;
     };
     const entry = await join();
@@ -456,7 +456,7 @@ describe('Entry remove', () => {
     const next = track(join());
     await flush();
     expect(next.settled).toBe(false);
-    expect(count('queue join')).toBe(1);
+    expect(count('lock join')).toBe(1);
   });
 
   it('leaves the session’s slot only once its key is gone: a second join on the same key waits for it', async () => {
@@ -472,14 +472,14 @@ describe('Entry remove', () => {
     await entry.remove('release');
     const next = track(join());
     await flush();
-    expect(count('queue join')).toBe(1);
+    expect(count('lock join')).toBe(1);
     await run(clock, 1_000, 1_000); // the second attempt fails too
-    expect(count('queue join')).toBe(1);
+    expect(count('lock join')).toBe(1);
     expect(next.settled).toBe(false);
 
     await run(clock, 1_000, 1_000); // the third removes it
     expect(store.has(KEY)).toBe(true); // created again, by the second join
-    expect(count('queue join')).toBe(2);
+    expect(count('lock join')).toBe(2);
     const second = next.value!;
     expect(second.token).toBeGreaterThan(entry.token);
     expect(second.isFirst).toBe(true);
@@ -491,14 +491,14 @@ describe('Entry remove', () => {
     const entry = await join();
     const next = track(join());
     await flush();
-    expect(count('queue join')).toBe(1);
+    expect(count('lock join')).toBe(1);
     watch.emit(store.delete('L/m/a'));
     await entry.waitFirst(new AbortController().signal);
     await flush();
     expect(next.settled).toBe(false);
     await entry.remove('release');
     await flush();
-    expect(count('queue join')).toBe(2);
+    expect(count('lock join')).toBe(2);
     expect(next.value!.token).toBeGreaterThan(entry.token);
   });
 });

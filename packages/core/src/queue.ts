@@ -50,6 +50,8 @@ export class Queue {
     readonly watch: Watch,
     readonly clock: Clock,
     readonly report: Report,
+    /** What the queue's keys are, for messages: `lock` or `election`. */
+    readonly noun: string,
     /** This client's live session with this lease id (decimal), if any. */
     private readonly sessionOf: (leaseId: string) => Session | undefined = () => undefined,
   ) {}
@@ -81,14 +83,19 @@ export class Queue {
       slot.leave();
       throw err;
     }
-    const all = { key: Buffer.from(range), range_end: prefixEnd(range) };
+    // The queue's keys (without values, which may be large) and the first key with its value.
+    const span = { key: Buffer.from(range), range_end: prefixEnd(range) };
+    const all = { request_range: { ...span, keys_only: true } };
+    const first = {
+      request_range: { ...span, sort_order: 'Ascend', sort_target: 'Create', limit: 1 },
+    } as const;
     const put = { key, value: opts.value, lease: session.leaseId.toString() };
     const sent = this.etcd.txn(
-      'queue join',
+      `${this.noun} join`,
       {
         compare: [byCreate(key, 0n)],
-        success: [{ request_put: put }, { request_range: all }],
-        failure: [{ request_range: { key } }, { request_range: all }],
+        success: [{ request_put: put }, all, first],
+        failure: [{ request_range: { key } }, all, first],
       },
       { idempotent: true },
     );
@@ -110,8 +117,14 @@ export class Queue {
     const ahead = res.responses[1]!.response_range.kvs.filter((kv) => revisionOf(kv) < token).sort(
       (a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1),
     );
-    const entry = new Entry(this, session, slot, key.toString(), token, opts.lostError);
-    entry.listen(ahead, BigInt(res.header.revision));
+    const value = res.succeeded ? opts.value : res.responses[0]!.response_range.kvs[0]!.value;
+    const entry = new Entry(this, session, slot, key.toString(), token, value, opts.lostError);
+    const holder = res.responses[2]!.response_range.kvs[0];
+    entry.listen(
+      ahead,
+      BigInt(res.header.revision),
+      holder && revisionOf(holder) < token ? holder : undefined,
+    );
     return entry;
   }
 
@@ -126,7 +139,9 @@ export class Queue {
       const session = this.sessionOf(kv.lease);
       const key = kv.key.toString();
       const named = session && key === `${rangeOf(key)}${session.leaseId.toString(16)}`;
+      // Keys from before this process resumed the lease are the caller's to resume or revoke.
       if (!named || session.isLost || session.owns(key)) continue;
+      if (revisionOf(kv) <= session.startRevision) continue;
       const slot = session.enter(key);
       void this.remove('sweep', session, kv.key, byCreate(kv.key, revisionOf(kv)), slot);
     }
@@ -135,7 +150,7 @@ export class Queue {
   /** The first key of the queue of `segment` now (the holder), if any. */
   async first(segment: string): Promise<IKeyValue | undefined> {
     const range = this.range(segment);
-    const res = await this.etcd.range('queue first', {
+    const res = await this.etcd.range(`${this.noun} first`, {
       key: Buffer.from(range),
       range_end: prefixEnd(range),
       sort_order: 'Ascend',
@@ -158,7 +173,7 @@ export class Queue {
         success: [{ request_delete_range: { key } }],
         failure: [],
       };
-      await this.etcd.txn(`lock ${what}`, request, { idempotent: true, once: true });
+      await this.etcd.txn(`${this.noun} ${what}`, request, { idempotent: true, once: true });
       slot.leave();
     };
     // Its keys go with the lease (revoked, or expiring) once the session has ended.
@@ -167,7 +182,8 @@ export class Queue {
       if (ended) slot.leave();
       return ended;
     };
-    return cleanUp(this.clock, this.report, `lock ${what} of ${key.toString()}`, once, moot);
+    const label = `${this.noun} ${what} of ${key.toString()}`;
+    return cleanUp(this.clock, this.report, label, once, moot);
   }
 }
 
@@ -187,7 +203,7 @@ export class Entry {
   readonly #first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
   #stop = () => {};
   #removing: Promise<void> | undefined;
-  /** The first key of the queue when this entry joined, if not this one. */
+  /** The first key of the queue (with its value) when this entry joined, if not this one. */
   holder: IKeyValue | undefined;
 
   constructor(
@@ -198,12 +214,14 @@ export class Entry {
     readonly key: string,
     /** The key's create revision: its place in the queue and its fencing token. */
     readonly token: bigint,
+    /** The key's value as the join found or wrote it. */
+    readonly value: Buffer,
     private readonly lostError: LostError,
   ) {}
 
   /** @internal Starts following the queue from the join's read. */
-  listen(ahead: IKeyValue[], readAt: bigint): void {
-    this.holder = ahead[0];
+  listen(ahead: IKeyValue[], readAt: bigint, holder: IKeyValue | undefined): void {
+    this.holder = holder;
     this.#ahead = new Set(ahead.map((kv) => kv.key.toString()));
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
@@ -274,7 +292,7 @@ export class Entry {
    * Deletes the key, guarded by its create revision, so a late or repeated call never removes a
    * newer entry's key. Idempotent. See {@link Queue.remove} for failures.
    */
-  remove(what: 'release' | 'withdraw'): Promise<void> {
+  remove(what: 'release' | 'resign' | 'withdraw'): Promise<void> {
     this.#stop();
     const key = Buffer.from(this.key);
     this.#removing ??= this.queue.remove(

@@ -26,6 +26,14 @@ export interface SessionOptions {
    * itself lost. In [0, TTL). Default: 10% of the TTL, at most 1000 ms.
    */
   safetyMarginMs?: number;
+  /**
+   * Resume this lease, granted earlier (by this process before it restarted, say), instead of
+   * granting a new one. Its keys, such as a candidacy or a lock key, are kept for the caller to
+   * take up again: campaigning or acquiring on the resumed session adopts them with their token.
+   * Fails with `LeaseLostError` (`gone`) if the lease no longer exists. Not with `ttlSeconds`:
+   * the TTL was fixed when the lease was granted.
+   */
+  leaseId?: bigint;
   /** Aborting it closes the session (and revokes the lease); while granting, it cancels. */
   signal?: AbortSignal;
 }
@@ -50,7 +58,64 @@ export function sessionSettings(options: SessionOptions, name = 'options') {
   const ttlSeconds = validateTtlSeconds(options.ttlSeconds ?? defaults.ttlSeconds);
   const margin = options.safetyMarginMs ?? defaultSafetyMarginMs(ttlSeconds);
   validateSafetyMarginMs(margin, ttlSeconds);
-  return { ttlSeconds, margin, signal: validateSignal(options.signal), options };
+  const { leaseId } = options;
+  if (leaseId !== undefined) {
+    if (typeof leaseId !== 'bigint' || leaseId <= 0n || leaseId >= 2n ** 63n) {
+      throw invalid(`${name}.leaseId`, 'a lease id as a bigint from 1 to 2^63-1', leaseId);
+    }
+    if (options.ttlSeconds !== undefined) {
+      throw invalid(
+        `${name}.ttlSeconds`,
+        'left out with leaseId (a resumed lease keeps the TTL it was granted with)',
+        options.ttlSeconds,
+      );
+    }
+  }
+  return { ttlSeconds, margin, leaseId, signal: validateSignal(options.signal), options };
+}
+
+/** A granted (or resumed) lease: id, TTL and the revision etcd answered at. */
+interface Grant {
+  leaseId: bigint;
+  ttlSeconds: number;
+  /** For a resumed lease, the TTL it has left (the deadline starts from it). */
+  remainingSeconds: number;
+  revision: bigint;
+}
+
+/** Grants a new lease or, with `leaseId`, checks that it is still alive. */
+async function grant(etcd: Etcd, ttlSeconds: number, leaseId: bigint | undefined): Promise<Grant> {
+  if (leaseId === undefined) {
+    // Not retried: a grant whose answer was lost would leave a second, orphaned lease.
+    const res = await etcd.call(
+      'lease grant',
+      (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
+      { idempotent: false },
+    );
+    const ttl = Number(res.TTL);
+    return {
+      leaseId: BigInt(res.ID),
+      ttlSeconds: ttl,
+      remainingSeconds: ttl,
+      revision: BigInt(res.header.revision),
+    };
+  }
+  const res = await etcd.call(
+    'lease time-to-live',
+    (o) => etcd.client.leaseClient.leaseTimeToLive({ ID: leaseId.toString() }, o),
+    { idempotent: true },
+  );
+  // etcd rounds the time left down to whole seconds, so the deadline errs early.
+  if (!(Number(res.TTL) > 0)) {
+    const message = `lease ${leaseId.toString(16)} cannot be resumed: etcd reports it no longer exists (it expired or was revoked)`;
+    throw new LeaseLostError('gone', leaseId, message);
+  }
+  return {
+    leaseId,
+    ttlSeconds: Number(res.grantedTTL),
+    remainingSeconds: Number(res.TTL),
+    revision: BigInt(res.header.revision),
+  };
 }
 
 /**
@@ -129,15 +194,22 @@ export class Session implements AsyncDisposable {
     private readonly etcd: Etcd,
     private readonly clock: Clock,
     private readonly report: Report,
-    /** The lease id etcd granted. */
-    readonly leaseId: bigint,
-    /** The TTL etcd granted, which may be higher than the one asked for. */
-    readonly ttlSeconds: number,
+    grant: Grant,
     readonly safetyMarginMs: number,
     grantSentAt: number,
   ) {
-    this.#expiresAt = grantSentAt + ttlSeconds * 1000 - safetyMarginMs;
+    this.leaseId = grant.leaseId;
+    this.ttlSeconds = grant.ttlSeconds;
+    this.startRevision = grant.revision;
+    this.#expiresAt = grantSentAt + grant.remainingSeconds * 1000 - safetyMarginMs;
   }
+
+  /** The lease id etcd granted. */
+  readonly leaseId: bigint;
+  /** The TTL etcd granted, which may be higher than the one asked for. */
+  readonly ttlSeconds: number;
+  /** @internal The revision the lease was granted (or resumed) at: later keys are this process's. */
+  readonly startRevision: bigint;
 
   /** @internal Use `client.session()`. */
   static async create(
@@ -146,34 +218,36 @@ export class Session implements AsyncDisposable {
     report: Report,
     options: SessionOptions = {},
   ): Promise<Session> {
-    const { ttlSeconds, margin, signal } = sessionSettings(options);
+    const { ttlSeconds, margin, leaseId, signal } = sessionSettings(options);
     signal?.throwIfAborted();
     const sentAt = clock.now();
-    // Not retried: a grant whose answer was lost would leave a second, orphaned lease.
-    const granting = etcd.call(
-      'lease grant',
-      (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
-      { idempotent: false },
-    );
-    let res: Awaited<typeof granting>;
+    const granting = grant(etcd, ttlSeconds, leaseId);
+    let res: Grant;
     try {
       res = signal ? await raceSignal(granting, signal) : await granting;
     } catch (err) {
-      // Abandoned mid-grant: a lease etcd grants anyway must not live out its TTL.
-      void granting.then(
-        (late) => revokeUntilGone(etcd, clock, report, { leaseId: BigInt(late.ID), ttlSeconds }),
-        () => undefined,
-      );
+      // Abandoned mid-grant: a lease etcd grants anyway must not live out its TTL. (A resumed
+      // lease is the caller's: left as it was.)
+      if (leaseId === undefined) {
+        void granting.then(
+          (late) => revokeUntilGone(etcd, clock, report, late),
+          () => undefined,
+        );
+      }
       throw err;
     }
-    const ttl = Number(res.TTL);
     const session = new Session(
       etcd,
       clock,
       report,
-      BigInt(res.ID),
-      ttl,
-      Math.min(margin, ttl * 1000 - 1),
+      res,
+      // A resumed lease's default margin follows the TTL it was granted with.
+      Math.min(
+        leaseId !== undefined && options.safetyMarginMs === undefined
+          ? defaultSafetyMarginMs(res.ttlSeconds)
+          : margin,
+        res.ttlSeconds * 1000 - 1,
+      ),
       sentAt,
     );
     session.#start(signal);

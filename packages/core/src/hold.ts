@@ -1,0 +1,172 @@
+/**
+ * What a held lock and a leadership share: a queue entry that is first, seen through a signal
+ * that checks the session's deadline on every read, guarded writes, and one way to end it.
+ */
+import type { IKeyValue, IRequestOp } from 'etcd3';
+import type { LockLostReason } from './errors.js';
+import { LossLatch } from './latch.js';
+import { invalid } from './options.js';
+import type { Entry } from './queue.js';
+import type { Session } from './session.js';
+
+/** An etcd write made only while the hold is still first in its queue. */
+export type FencedOp =
+  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
+
+/**
+ * A compare for your own etcd transactions: it holds while the key still has the create
+ * revision it had when acquired (or elected). With etcd3:
+ * `client.if(guard.key, 'Create', '==', guard.createRevision.toString())`.
+ */
+export interface LockGuard {
+  key: string;
+  createRevision: bigint;
+}
+
+/** Who is first in a lock's or an election's queue. */
+export interface Holder {
+  /** The holder's value: a lock's holder value, a leader's proclaimed value. */
+  value: string;
+  /** The fencing token: the key's create revision. */
+  token: bigint;
+  /** The etcd key, `<prefix><name>/<lease id hex>`. */
+  key: string;
+  /** The lease the key is attached to. */
+  leaseId: bigint;
+}
+
+/** The first key of a queue as a {@link Holder}. */
+export const toHolder = (kv: IKeyValue | undefined): Holder | undefined =>
+  kv && {
+    value: kv.value.toString(),
+    token: BigInt(kv.create_revision),
+    key: kv.key.toString(),
+    leaseId: BigInt(kv.lease),
+  };
+
+/** Why a lock or a leadership ended, in words. */
+export function lossWhy(reason: LockLostReason, cause?: unknown): string {
+  const why: Record<LockLostReason, string> = {
+    session: `its session was lost (${(cause as Error | undefined)?.message ?? 'unknown'})`,
+    deleted: 'its key was deleted by someone else',
+    overwritten: 'its key was written by someone else',
+    'expired-in-queue':
+      "it vanished while waiting: the session's lease expired or the key was deleted",
+  };
+  return why[reason];
+}
+
+export abstract class Hold<Lost extends Error, Ended extends Error> implements AsyncDisposable {
+  readonly #entry: Entry;
+  // Reading the session's signal trips it (and, through the entry, this hold) past its deadline.
+  readonly #latch = new LossLatch<Lost | Ended>(() => this.session.isLost);
+  readonly #lost = new LossLatch<Lost>();
+  #ending: Promise<void> | undefined;
+  /** The session the hold is on. */
+  readonly session: Session;
+  /** The etcd key that represents this hold. */
+  readonly key: string;
+  /** The fencing token: the key's create revision. */
+  readonly token: bigint;
+
+  protected constructor(entry: Entry) {
+    this.#entry = entry;
+    ({ session: this.session, key: this.key, token: this.token } = entry);
+    const onEnd = () => {
+      const reason = entry.signal.reason as Lost;
+      if (this.#latch.trip(reason)) this.#lost.trip(reason);
+    };
+    if (entry.signal.aborted) onEnd();
+    else entry.signal.addEventListener('abort', onEnd, { once: true });
+  }
+
+  /**
+   * Aborts when the hold ends: on session loss, when its key is deleted or written by anyone
+   * else, and when its owner ends it. Reading its `aborted`, `reason` or `throwIfAborted()`
+   * checks the session's deadline first, also on a signal kept from earlier.
+   */
+  get signal(): AbortSignal {
+    return this.#latch.signal;
+  }
+
+  /** True until the hold is lost or ended by its owner. */
+  get isHeld(): boolean {
+    return !this.signal.aborted;
+  }
+
+  /** Throws the reason if the hold is lost or ended. */
+  throwIfLost(): void {
+    this.signal.throwIfAborted();
+  }
+
+  /** Calls `listener` once if the hold is lost (not when its owner ends it). */
+  onLost(listener: (error: Lost) => void): Disposable {
+    return this.#lost.on(listener);
+  }
+
+  /** A compare for your own etcd transactions; see {@link LockGuard}. */
+  get guard(): LockGuard {
+    return { key: this.key, createRevision: this.token };
+  }
+
+  /**
+   * Applies `ops` in one etcd transaction only if this hold still owns its key (same create
+   * revision, still attached to this session's lease). Resolves to the revision of the write.
+   * Rejects with the lost error (and marks the hold lost) if it does not, and with the ended
+   * error once its owner ended it. Not retried: a write that timed out may have landed.
+   */
+  async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
+    const requests = toRequests(ops);
+    this.throwIfLost();
+    return this.#entry.txn('fenced write', requests);
+  }
+
+  /** Shorthand for a fenced write of one key. */
+  put(key: string, value: string | Uint8Array): Promise<bigint> {
+    return this.fencedWrite([{ type: 'put', key, value }]);
+  }
+
+  /** Shorthand for a fenced delete of one key. */
+  delete(key: string): Promise<bigint> {
+    return this.fencedWrite([{ type: 'delete', key }]);
+  }
+
+  /** @internal The entry's guarded txn, for the subclass's own writes to its key. */
+  protected txn(what: string, ops: IRequestOp[]): Promise<bigint> {
+    this.throwIfLost();
+    return this.#entry.txn(what, ops);
+  }
+
+  /**
+   * Ends the hold: `signal` aborts at once with `reason`, then the key is deleted only if it
+   * still has this hold's create revision. Idempotent; see the subclass's release or resign.
+   */
+  protected end(what: 'release' | 'resign', reason: () => Ended): Promise<void> {
+    this.#ending ??= (async () => {
+      this.#latch.trip(reason());
+      await this.#entry.remove(what);
+    })();
+    return this.#ending;
+  }
+
+  abstract [Symbol.asyncDispose](): Promise<void>;
+}
+
+function toRequests(ops: unknown): IRequestOp[] {
+  if (!Array.isArray(ops) || ops.length === 0) {
+    throw invalid('ops', 'a non-empty array of fenced operations', ops);
+  }
+  return ops.map((op: unknown, i) => {
+    const o = (op ?? {}) as Partial<{ type: unknown; key: unknown; value: unknown }>;
+    if (typeof o.key !== 'string' || o.key === '') {
+      throw invalid(`ops[${i}].key`, 'a non-empty string', o.key);
+    }
+    const key = Buffer.from(o.key);
+    if (o.type === 'delete') return { request_delete_range: { key } };
+    if (o.type !== 'put') throw invalid(`ops[${i}].type`, '"put" or "delete"', o.type);
+    if (typeof o.value !== 'string' && !(o.value instanceof Uint8Array)) {
+      throw invalid(`ops[${i}].value`, 'a string or Uint8Array', o.value);
+    }
+    return { request_put: { key, value: Buffer.from(o.value) } };
+  });
+}

@@ -1,0 +1,190 @@
+/**
+ * `lead()`: a service's leader-only work as one call. Campaign; run the work while leader with a
+ * signal that aborts when the term ends; after a loss, let the work stop and campaign again; on
+ * shutdown, let the work drain for a bounded time, then resign so the next leader starts at once.
+ */
+import { raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
+import { campaign, type ElectionMaker, type Leadership } from './election.js';
+import {
+  isEtcdUnavailableError,
+  isLeadershipLostError,
+  isLeaseLostError,
+  type LeaseholdError,
+} from './errors.js';
+import { LossLatch } from './latch.js';
+import { checkOptions } from './mutex.js';
+import {
+  defaults,
+  encodeName,
+  invalid,
+  MAX_TIMER_MS,
+  tunables,
+  validateDurationMs,
+  validateSignal,
+  validateValue,
+} from './options.js';
+import { assertSession, type Session } from './session.js';
+
+/** What `lead()` hands to the leader-only work of each term. */
+export interface LeaderContext {
+  /** The term's fencing token: send it with every write the work makes. */
+  token: bigint;
+  /**
+   * Aborts when the work must stop: the term was lost (`LeadershipLostError`, or the session's
+   * `LeaseLostError` as its cause) or `lead()` was told to shut down (the shutdown signal's
+   * reason). Reading it checks the session's deadline first.
+   */
+  signal: AbortSignal;
+  leadership: Leadership;
+}
+
+export interface LeadOptions {
+  /**
+   * Shuts down: stops campaigning, or, while leading, aborts the work's signal, waits up to
+   * `drainTimeoutMs` for the work to return, and resigns. `lead()` then resolves.
+   */
+  signal?: AbortSignal;
+  /** Campaign on this session instead of the client's shared one (ends `lead()` if lost). */
+  session?: Session;
+  /** Campaign again after a term is lost. Default true; if false, `lead()` rejects with the loss. */
+  recampaign?: boolean;
+  /** How long the work may take to return after its signal aborts. Default 10000. */
+  drainTimeoutMs?: number;
+  /** Called when a term starts (for logs and metrics). */
+  onElected?: (leadership: Leadership) => void;
+  /** Called when a term is lost, or a campaign fails and is tried again. */
+  onLost?: (error: LeaseholdError) => void;
+}
+
+export type LeaderWork = (context: LeaderContext) => unknown;
+
+/**
+ * Runs `work` whenever this process leads `election`, until `options.signal` aborts (then it
+ * resolves), `work` returns (it resigns and resolves) or throws while leader (it resigns and
+ * rejects with that error), or an error that campaigning again cannot cure (client closed,
+ * cluster changed, the given session lost, bad input).
+ */
+export async function lead(
+  maker: ElectionMaker,
+  election: string,
+  value: string,
+  work: LeaderWork,
+  options: LeadOptions,
+): Promise<void> {
+  checkOptions(options);
+  encodeName(election, 'election');
+  validateValue('value', value);
+  if (typeof work !== 'function') throw invalid('work', 'a function to run while leader', work);
+  const shutdown = validateSignal(options.signal);
+  const session = options.session === undefined ? undefined : assertSession(options.session);
+  const recampaign = options.recampaign ?? true;
+  if (typeof recampaign !== 'boolean') throw invalid('recampaign', 'a boolean', recampaign);
+  const drainMs = validateDurationMs(
+    'drainTimeoutMs',
+    options.drainTimeoutMs ?? defaults.drainTimeoutMs,
+    MAX_TIMER_MS,
+  );
+  for (const name of ['onElected', 'onLost'] as const) {
+    const fn = options[name];
+    if (fn !== undefined && typeof fn !== 'function') throw invalid(name, 'a function', fn);
+  }
+  const notify = <T>(fn: ((value: T) => void) | undefined, value: T) => {
+    try {
+      fn?.(value);
+    } catch (err) {
+      process.emitWarning(`a lead() callback threw; it was skipped: ${String(err)}`, {
+        code: 'LEASEHOLD_LISTENER_ERROR',
+      });
+    }
+  };
+
+  for (let delay: number = tunables.retryMinMs; !shutdown?.aborted;) {
+    let leadership: Leadership;
+    try {
+      leadership = await campaign(maker, election, value, {
+        ...(shutdown && { signal: shutdown }),
+        ...(session && { session }),
+      });
+    } catch (err) {
+      if (shutdown?.aborted) return;
+      if (!curable(err, session)) throw err;
+      notify(options.onLost, err as LeaseholdError);
+      await sleep(maker.clock, delay, shutdown).catch(() => undefined);
+      delay = Math.min(delay * 2, tunables.retryMaxMs);
+      continue;
+    }
+    delay = tunables.retryMinMs;
+    notify(options.onElected, leadership);
+    const end = await term(maker.clock, leadership, work, shutdown, drainMs);
+    if (end.kind === 'lost') {
+      notify(options.onLost, end.error);
+      if (!recampaign || !curable(end.error, session)) throw end.error;
+      continue;
+    }
+    await leadership.resign();
+    if (end.kind === 'threw') throw end.error;
+    return;
+  }
+}
+
+type TermEnd =
+  | { kind: 'returned' | 'shutdown' }
+  | { kind: 'threw'; error: unknown }
+  | { kind: 'lost'; error: LeaseholdError };
+
+/** Runs one term's work; settles when the work returned, or stopped (or timed out) after loss or shutdown. */
+async function term(
+  clock: Clock,
+  leadership: Leadership,
+  work: LeaderWork,
+  shutdown: AbortSignal | undefined,
+  drainMs: number,
+): Promise<TermEnd> {
+  const stop = new LossLatch<Error>(() => {
+    if (leadership.signal.aborted) stop.trip(leadership.signal.reason as Error);
+  });
+  const onLost = () => stop.trip(leadership.signal.reason as Error);
+  const onShutdown = () => stop.trip(shutdown!.reason as Error);
+  leadership.signal.addEventListener('abort', onLost, { once: true });
+  shutdown?.addEventListener('abort', onShutdown, { once: true });
+  if (leadership.signal.aborted) onLost();
+  else if (shutdown?.aborted) onShutdown();
+  const context = { token: leadership.token, signal: stop.signal, leadership };
+  const running = (async () => work(context))().then(
+    () => ({ threw: false, error: undefined }),
+    (error: unknown) => ({ threw: true, error }),
+  );
+  try {
+    const outcome = await raceSignal(running, stop.signal).catch(() => undefined);
+    if (outcome && !leadership.signal.aborted) {
+      return outcome.threw ? { kind: 'threw', error: outcome.error } : { kind: 'returned' };
+    }
+    // Lost or shutting down: the work was told to stop; give it a bounded time to do so.
+    using drain = timeoutSignal(clock, drainMs, () => new Error('drain timeout'));
+    const drained = await raceSignal(running, drain.signal).catch(() => undefined);
+    if (!drained) {
+      process.emitWarning(
+        `lead(${JSON.stringify(leadership.election)}): the leader's work did not return within drainTimeoutMs (${drainMs} ms) after its signal aborted; going on without it`,
+        { code: 'LEASEHOLD_DRAIN_TIMEOUT' },
+      );
+    }
+    const lost = leadership.signal.reason as LeaseholdError;
+    if (shutdown?.aborted || !leadership.signal.aborted || isResigned(lost)) {
+      return { kind: 'shutdown' };
+    }
+    return { kind: 'lost', error: lost };
+  } finally {
+    leadership.signal.removeEventListener('abort', onLost);
+    shutdown?.removeEventListener('abort', onShutdown);
+  }
+}
+
+const isResigned = (err: LeaseholdError) => err.code === 'LEADERSHIP_RESIGNED';
+
+/** Whether campaigning again can cure `err`: etcd was unreachable, or a term or lease was lost. */
+function curable(err: unknown, session: Session | undefined): boolean {
+  if (isEtcdUnavailableError(err) || isLeadershipLostError(err)) return !session?.isLost;
+  if (isLeaseLostError(err))
+    return err.reason !== 'cluster-changed' && err.reason !== 'closed' && !session;
+  return false;
+}
