@@ -413,6 +413,11 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
           const ID = String(255 + state.grants++);
           return handlers.grant(() => ({ ID, TTL: String(options.grantTtl ?? TTL), header }));
         },
+        /** A resumed lease: 3 s left of 10 granted, unless `leaseGone`. */
+        leaseTimeToLive: async ({ ID }: { ID: string }) => {
+          const gone = state.leaseGone;
+          return { ID, TTL: gone ? '-1' : '3', grantedTTL: gone ? '0' : '10', header };
+        },
         leaseRevoke: async ({ ID }: { ID: string }) => {
           revokes.push(ID);
           if (state.revokeFailures-- > 0) throw new EtcdUnavailableError('etcd is down (fake)');

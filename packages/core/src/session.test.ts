@@ -167,3 +167,53 @@ describe('Session local slots', () => {
     b.leave();
   });
 });
+
+describe('Session resumed by lease id', () => {
+  async function resumed(leaseGone = false) {
+    const clock = fakeClock();
+    const fake = fakeEtcd();
+    fake.state.leaseGone = leaseGone;
+    const create = Session.create(fake.etcd, clock, () => {}, { leaseId: 0x1234n });
+    return { clock, create, ...fake };
+  }
+
+  it('keeps the lease id, takes the granted TTL, and starts its deadline from the time left', async () => {
+    const { clock, create, calls } = await resumed();
+    const session = await create;
+    expect(calls).toContain('lease time-to-live');
+    expect(calls).not.toContain('lease grant');
+    expect(session.leaseId).toBe(0x1234n);
+    expect(session.ttlSeconds).toBe(10);
+    // 3 s left, minus the default margin for a 10 s TTL (1 s).
+    expect(session.remainingMs()).toBe(2_000);
+    clock.advance(2_000);
+    expect(isLeaseLostError(session.signal.reason)).toBe(true);
+  });
+
+  it('fails with LeaseLostError (gone) when the lease no longer exists, and revokes nothing', async () => {
+    const { create, revokes } = await resumed(true);
+    const err = await create.catch((e: unknown) => e);
+    expect(isLeaseLostError(err) && err.reason).toBe('gone');
+    expect(String((err as Error).message)).toMatch(/lease 1234 cannot be resumed/);
+    await flush();
+    expect(revokes).toEqual([]);
+  });
+
+  it('refuses ttlSeconds with leaseId, and ids outside 1..2^63-1', async () => {
+    const clock = fakeClock();
+    const { etcd, calls } = fakeEtcd();
+    const bad: unknown[] = [
+      { leaseId: 1n, ttlSeconds: 5 },
+      { leaseId: 0n },
+      { leaseId: -1n },
+      { leaseId: 2n ** 63n },
+      { leaseId: 5 },
+    ];
+    for (const options of bad) {
+      await expect(Session.create(etcd, clock, () => {}, options as never)).rejects.toThrow(
+        /^options\.(leaseId|ttlSeconds) must be/,
+      );
+    }
+    expect(calls).toEqual([]);
+  });
+});

@@ -1,0 +1,158 @@
+import { describe, expect, it, vi } from 'vitest';
+import { deferred, fakeClock, fakeEtcd, fakeWatch, flush, track } from './clock.fake.js';
+import type { ElectionMaker } from './election.js';
+import { isInvalidArgumentError, isLeadershipLostError } from './errors.js';
+import { lead, type LeaderContext } from './lead.js';
+import { Queue } from './queue.js';
+import { Session } from './session.js';
+
+const KEY = 'E/e/ff';
+
+async function setup() {
+  const clock = fakeClock();
+  const fake = fakeEtcd();
+  const session = await Session.create(fake.etcd, clock, () => {}, {
+    ttlSeconds: 3_600,
+    safetyMarginMs: 0,
+  });
+  await flush();
+  const watch = fakeWatch('E/');
+  const elections = new Queue(
+    fake.etcd,
+    watch.watch,
+    clock,
+    () => {},
+    'election',
+    () => session,
+  );
+  const maker: ElectionMaker = { elections, clock, sharedSession: async () => session };
+  const terms: LeaderContext[] = [];
+  return { clock, session, watch, maker, terms, ...fake };
+}
+
+describe('lead', () => {
+  it('runs the work per term, aborts it on loss, and campaigns again for a new term with a higher token', async () => {
+    const { maker, terms, store, watch } = await setup();
+    const stop = new AbortController();
+    const running = track(
+      lead(
+        maker,
+        'e',
+        'me',
+        async (context) => {
+          terms.push(context);
+          await new Promise((resolve) => context.signal.addEventListener('abort', resolve));
+        },
+        { signal: stop.signal },
+      ),
+    );
+    await flush();
+    expect(terms).toHaveLength(1);
+    watch.emit(store.delete(KEY)); // an operator deleted the leader's key
+    await flush();
+    expect(isLeadershipLostError(terms[0]!.signal.reason)).toBe(true);
+    expect(terms).toHaveLength(2);
+    expect(terms[1]!.token).toBeGreaterThan(terms[0]!.token);
+    stop.abort();
+    await flush();
+    expect(running).toEqual({ settled: true, value: undefined });
+    expect(store.has(KEY)).toBe(false); // resigned
+  });
+
+  it('with recampaign false, rejects with the loss', async () => {
+    const { maker, store, watch } = await setup();
+    const running = track(
+      lead(maker, 'e', 'me', ({ signal }) => new Promise((r) => (signal.onabort = r)), {
+        recampaign: false,
+      }),
+    );
+    await flush();
+    watch.emit(store.delete(KEY));
+    await flush();
+    expect(isLeadershipLostError(running.error) && running.error.reason).toBe('deleted');
+  });
+
+  it('on shutdown aborts the work with the shutdown reason, lets it drain, then resigns', async () => {
+    const { maker, store } = await setup();
+    const stop = new AbortController();
+    const drained = deferred();
+    let reason: unknown;
+    const running = track(
+      lead(
+        maker,
+        'e',
+        'me',
+        async ({ signal }) => {
+          await new Promise((resolve) => signal.addEventListener('abort', resolve));
+          reason = signal.reason;
+          await drained.promise; // finishing the unit in hand
+        },
+        { signal: stop.signal },
+      ),
+    );
+    await flush();
+    stop.abort(new Error('SIGTERM'));
+    await flush();
+    expect(String(reason)).toMatch(/SIGTERM/);
+    expect(store.has(KEY)).toBe(true); // still draining: not resigned yet
+    drained.resolve();
+    await flush();
+    expect(running).toEqual({ settled: true, value: undefined });
+    expect(store.has(KEY)).toBe(false);
+  });
+
+  it('resigns after drainTimeoutMs when the work ignores its signal, and warns', async () => {
+    const { maker, store, clock } = await setup();
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    const stop = new AbortController();
+    const running = track(
+      lead(maker, 'e', 'me', () => new Promise(() => {}), {
+        signal: stop.signal,
+        drainTimeoutMs: 500,
+      }),
+    );
+    await flush();
+    stop.abort();
+    await flush();
+    expect(store.has(KEY)).toBe(true);
+    clock.advance(500);
+    await flush();
+    expect(running.settled).toBe(true);
+    expect(store.has(KEY)).toBe(false);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/drainTimeoutMs/), expect.anything());
+    warn.mockRestore();
+  });
+
+  it('work that returns resigns and resolves; work that throws resigns and rejects with it', async () => {
+    const { maker, store } = await setup();
+    await lead(maker, 'e', 'me', () => 'done', {});
+    expect(store.has(KEY)).toBe(false);
+    const boom = new Error('boom');
+    await expect(
+      lead(
+        maker,
+        'e',
+        'me',
+        () => {
+          throw boom;
+        },
+        {},
+      ),
+    ).rejects.toBe(boom);
+    await flush();
+    expect(store.has(KEY)).toBe(false);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['recampaign', { recampaign: 'yes' }],
+    ['drainTimeoutMs', { drainTimeoutMs: -1 }],
+    ['onElected', { onElected: 1 }],
+    ['signal', { signal: {} }],
+  ])('rejects a bad %s before any etcd call', async (name, options) => {
+    const { maker, calls } = await setup();
+    const before = calls.length;
+    const err = await lead(maker, 'e', 'me', () => {}, options).catch((e: unknown) => e);
+    expect(isInvalidArgumentError(err) && err.message).toMatch(new RegExp(`^${name}`));
+    expect(calls.length).toBe(before);
+  });
+});

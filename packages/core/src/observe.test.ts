@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { deferred, fakeClock, fakeEtcd, fakeWatch, flush } from './clock.fake.js';
+import { Observer } from './observe.js';
+import { Queue } from './queue.js';
+
+function setup() {
+  const clock = fakeClock();
+  const fake = fakeEtcd();
+  const watch = fakeWatch('E/');
+  const queue = new Queue(fake.etcd, watch.watch, clock, () => {}, 'election');
+  const controller = new AbortController();
+  const closed = new AbortController();
+  const observer = Observer.start(queue, 'e', { signal: controller.signal }, closed.signal);
+  const seen: [string | undefined, bigint][] = [];
+  void (async () => {
+    for await (const state of observer) seen.push([state.leader?.value, state.revision]);
+  })();
+  /** The states reported since the last call. */
+  const take = async () => {
+    await flush();
+    return seen.splice(0);
+  };
+  return { clock, watch, observer, controller, closed, take, ...fake };
+}
+
+describe('observe', () => {
+  it('reports the state now first, "no leader" included', async () => {
+    const { take } = setup();
+    expect(await take()).toEqual([[undefined, 1n]]);
+  });
+
+  it('reports leader changes and every proclaim in revision order, and nothing for a candidate joining behind', async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a1' }));
+    watch.emit(store.put('E/e/b', { lease: 2, value: 'b1' }));
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a1' })); // proclaim, same value
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a2' }));
+    watch.emit(store.delete('E/e/a'));
+    watch.emit(store.delete('E/e/b'));
+    expect(await take()).toEqual([
+      ['a1', 2n],
+      ['a1', 4n],
+      ['a2', 5n],
+      ['b1', 6n],
+      [undefined, 7n],
+    ]);
+  });
+
+  it('after unsure, re-reads and reports the state only if it differs, then applies events that came meanwhile', async () => {
+    const { take, store, watch, handlers } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a1' }));
+    expect(await take()).toEqual([['a1', 2n]]);
+    const read = deferred();
+    handlers.range = async (_what, _request, apply) => {
+      await read.promise;
+      return apply();
+    };
+    watch.unsure();
+    watch.emit(store.put('E/e/b', { lease: 2, value: 'b1' })); // behind a: no change
+    read.resolve();
+    expect(await take()).toEqual([]);
+    // Missed while unsure: a resigned, then the read shows b leading.
+    store.delete('E/e/a');
+    watch.unsure();
+    expect(await take()).toEqual([['b1', 4n]]);
+  });
+
+  it('ends without an error on its signal and on client close', async () => {
+    for (const end of ['controller', 'closed'] as const) {
+      const { take, observer, ...rest } = setup();
+      await take();
+      rest[end].abort();
+      expect(await observer.next()).toEqual({ value: undefined, done: true });
+    }
+  });
+
+  it('a read that fails is retried until it answers', async () => {
+    const clock = fakeClock();
+    const fake = fakeEtcd();
+    let failures = 2;
+    fake.handlers.range = (_what, _request, apply) => {
+      if (failures-- > 0) throw new Error('unavailable (fake)');
+      return apply();
+    };
+    const watch = fakeWatch('E/');
+    const queue = new Queue(fake.etcd, watch.watch, clock, () => {}, 'election');
+    const observer = Observer.start(queue, 'e', {}, new AbortController().signal);
+    const first = observer.next();
+    await flush();
+    clock.advance(100);
+    await flush();
+    clock.advance(200);
+    await flush();
+    expect((await first).value).toEqual({ leader: undefined, revision: 1n });
+    expect(fake.count('election observe')).toBe(3);
+  });
+});
