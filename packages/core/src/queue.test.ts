@@ -14,6 +14,7 @@ import {
   EtcdUnavailableError,
   isEtcdRequestError,
   isEtcdUnavailableError,
+  isLeaseLostError,
   isSessionClosedError,
   type LockLostReason,
 } from './errors.js';
@@ -500,5 +501,39 @@ describe('Entry remove', () => {
     await flush();
     expect(count('lock join')).toBe(2);
     expect(next.value!.token).toBeGreaterThan(entry.token);
+  });
+});
+
+describe('Queue join adopting a key', () => {
+  it("adopts this lease's own key with its token, but not a key of that name on another lease", async () => {
+    const { join, store, session } = await setup();
+    store.put(KEY, { lease: session.leaseId, value: 'kept' });
+    const token = BigInt(store.get(KEY)!.create_revision);
+    const entry = await join();
+    expect(entry.token).toBe(token);
+    expect(entry.value.toString()).toBe('kept');
+    expect(entry.isFirst).toBe(true);
+    await entry.remove('release');
+
+    store.put(KEY, { lease: 7 }); // written by someone else under this lease's key name
+    const foreign = await join();
+    expect(reasonOf(foreign)).toBe('overwritten');
+    await expect(foreign.waitFirst(new AbortController().signal)).rejects.toThrow(/overwritten/);
+  });
+});
+
+describe('Queue join refused for a lease that is gone', () => {
+  it('ends the session as gone at once and rejects with its LeaseLostError', async () => {
+    const { join, session, handlers } = await setup();
+    handlers.txn = (what, _request, apply) => {
+      if (what === 'lock join') {
+        throw new EtcdRequestError('etcdserver: requested lease not found (fake)');
+      }
+      return apply();
+    };
+    const err = await join().catch((e: unknown) => e);
+    expect(isLeaseLostError(err) && err.reason).toBe('gone');
+    expect(session.isLost).toBe(true);
+    expect(session.signal.reason).toBe(err);
   });
 });

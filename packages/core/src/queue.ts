@@ -44,6 +44,10 @@ const tokenOf = (res: ITxnResponse) =>
     ? BigInt(res.header.revision)
     : revisionOf(res.responses[0]!.response_range.kvs[0]!);
 
+/** etcd's refusal of a put whose lease no longer exists. */
+export const isLeaseNotFound = (err: unknown): boolean =>
+  /requested lease not found/.test(String((err as Error | undefined)?.message));
+
 export class Queue {
   constructor(
     readonly etcd: Etcd,
@@ -101,7 +105,9 @@ export class Queue {
     );
     let res: ITxnResponse;
     try {
-      res = await raceSignal(sent, opts.signal);
+      res = await raceSignal(sent, opts.signal).catch((err: unknown) => {
+        throw isLeaseNotFound(err) ? session.gone(err) : err;
+      });
     } catch (err) {
       // Once the txn has answered, remove what it made, guarded by its create revision (never by
       // the lease: a late duplicate would then delete this session's next key). If it never
@@ -117,14 +123,14 @@ export class Queue {
     const ahead = res.responses[1]!.response_range.kvs.filter((kv) => revisionOf(kv) < token).sort(
       (a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1),
     );
-    const value = res.succeeded ? opts.value : res.responses[0]!.response_range.kvs[0]!.value;
+    const adopted = res.succeeded ? undefined : res.responses[0]!.response_range.kvs[0]!;
+    const value = adopted?.value ?? opts.value;
     const entry = new Entry(this, session, slot, key.toString(), token, value, opts.lostError);
     const holder = res.responses[2]!.response_range.kvs[0];
-    entry.listen(
-      ahead,
-      BigInt(res.header.revision),
-      holder && revisionOf(holder) < token ? holder : undefined,
-    );
+    entry.listen(ahead, BigInt(res.header.revision), {
+      holder: holder && revisionOf(holder) < token ? holder : undefined,
+      adopted,
+    });
     return entry;
   }
 
@@ -220,8 +226,12 @@ export class Entry {
   ) {}
 
   /** @internal Starts following the queue from the join's read. */
-  listen(ahead: IKeyValue[], readAt: bigint, holder: IKeyValue | undefined): void {
-    this.holder = holder;
+  listen(
+    ahead: IKeyValue[],
+    readAt: bigint,
+    found: { holder: IKeyValue | undefined; adopted: IKeyValue | undefined },
+  ): void {
+    this.holder = found.holder;
     this.#ahead = new Set(ahead.map((kv) => kv.key.toString()));
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
@@ -238,6 +248,10 @@ export class Entry {
     };
     if (this.#removing) this.#stop(); // a replayed event ended it while subscribing
     if (signal.aborted) onLost();
+    // A key named after this lease but written by someone else on another lease is not ours.
+    if (found.adopted && found.adopted.lease !== this.session.leaseId.toString()) {
+      this.#lose('overwritten');
+    }
     this.#maybeFirst();
   }
 

@@ -279,6 +279,16 @@ export class Session implements AsyncDisposable {
     return this.isLost ? 0 : this.#expiresAt - this.clock.now();
   }
 
+  /**
+   * @internal etcd refused a write with this lease because it no longer exists. Unlike a
+   * keepalive answer, a refused write was decided by the raft leader: believed at once.
+   */
+  gone(cause: unknown): LeaseLostError {
+    const message = `etcd refused a write with lease ${this.leaseId.toString(16)}: it no longer exists (it expired or was revoked)`;
+    this.#lose(new LeaseLostError('gone', this.leaseId, message, { cause }));
+    return this.signal.reason as LeaseLostError;
+  }
+
   /** Calls `listener` once if the session is lost (not when it is closed). */
   onLost(listener: (error: LeaseLostError) => void): Disposable {
     return this.#lost.on(listener);
