@@ -59,6 +59,7 @@ describe('connect() option validation', () => {
     ['lockPrefix (not a string)', { lockPrefix: 7 }, /^lockPrefix must be/],
     ['session (not an object)', { session: 'x' }, /^session must be an object/],
     ['session.ttlSeconds', { session: { ttlSeconds: 1 } }, /^ttlSeconds must be/],
+    ['session.leaseId', { session: { leaseId: 5n } }, /^session.leaseId must be left out/],
     [
       'session.safetyMarginMs',
       { session: { ttlSeconds: 2, safetyMarginMs: 2_000 } },

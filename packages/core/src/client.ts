@@ -53,7 +53,7 @@ export interface ConnectOptions {
   /** How often the client re-reads its lock prefix and checks its watch. Default 5000. */
   recheckIntervalMs?: number;
   /** Options of the shared session that locks and campaigns use unless given one. */
-  session?: Omit<SessionOptions, 'signal'>;
+  session?: Omit<SessionOptions, 'signal' | 'leaseId'>;
   /** Aborting it cancels `connect()`, or closes the client once connected. */
   signal?: AbortSignal;
   /** @internal Injected by tests for timing maths. */
@@ -98,6 +98,14 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   const shared = {
     ...sessionSettings(options.session === undefined ? {} : options.session, 'session').options,
   };
+  if (shared.leaseId !== undefined) {
+    // Once that lease ended, every later shared session would try to resume it again.
+    throw invalid(
+      'session.leaseId',
+      'left out: the shared session grants a lease of its own; resume one with client.session({ leaseId })',
+      shared.leaseId,
+    );
+  }
   const signal = validateSignal(options.signal);
   signal?.throwIfAborted();
   const etcd = await Etcd.open(etcdOptions, lockPrefix, signal);

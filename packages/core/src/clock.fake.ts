@@ -29,6 +29,8 @@ export interface FakeClock extends Clock {
   /** Moves time forward without firing anything: an event loop that was stalled. */
   stall(ms: number): void;
   readonly pending: number;
+  /** Holds on the process not yet released (see `Clock.hold`). */
+  holds: number;
 }
 
 export function fakeClock(start = 1_000): FakeClock {
@@ -46,13 +48,22 @@ export function fakeClock(start = 1_000): FakeClock {
       due[1].fn();
     }
   };
-  return {
+  const clock: FakeClock = {
     now: () => now,
     setTimeout: (fn, delayMs) => {
       timers.set(++next, { at: now + Math.max(0, delayMs), fn });
       return next;
     },
     clearTimeout: (handle) => void timers.delete(handle as number),
+    hold: () => {
+      clock.holds++;
+      let held = true;
+      return () => {
+        if (held) clock.holds--;
+        held = false;
+      };
+    },
+    holds: 0,
     advance(ms) {
       const target = now + ms;
       fireDue(target);
@@ -65,6 +76,7 @@ export function fakeClock(start = 1_000): FakeClock {
       return timers.size;
     },
   };
+  return clock;
 }
 
 /** A keepalive stream whose answers the test sends. */

@@ -10,6 +10,12 @@ export interface Clock {
   now(): number;
   setTimeout(callback: () => void, delayMs: number): unknown;
   clearTimeout(handle: unknown): void;
+  /**
+   * Keeps the process alive until the returned function is called. SDK timers never do (so a
+   * closed client lets the process exit), but a live session, an observer or a running `lead()`
+   * is work the process is waiting on, also while etcd is unreachable and no socket is open.
+   */
+  hold(): () => void;
 }
 
 export const systemClock: Clock = {
@@ -21,6 +27,10 @@ export const systemClock: Clock = {
     return handle;
   },
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  hold: () => {
+    const handle = setInterval(() => {}, MAX_TIMER_MS);
+    return () => clearInterval(handle);
+  },
 };
 
 /** Calls `fn` once `clock.now() >= at`, however far away `at` is. Returns a canceller. */

@@ -98,32 +98,38 @@ export async function lead(
     }
   };
 
-  for (let delay: number = tunables.retryMinMs; !shutdown?.aborted;) {
-    let leadership: Leadership;
-    try {
-      leadership = await campaign(maker, election, value, {
-        ...(shutdown && { signal: shutdown }),
-        ...(session && { session }),
-      });
-    } catch (err) {
-      if (shutdown?.aborted) return;
-      if (!curable(err, session)) throw err;
-      notify(options.onLost, err as LeaseholdError);
-      await sleep(maker.clock, delay, shutdown).catch(() => undefined);
-      delay = Math.min(delay * 2, tunables.retryMaxMs);
-      continue;
+  // Between sessions (etcd unreachable, retrying) nothing else may keep the process alive.
+  const release = maker.clock.hold();
+  try {
+    for (let delay: number = tunables.retryMinMs; !shutdown?.aborted;) {
+      let leadership: Leadership;
+      try {
+        leadership = await campaign(maker, election, value, {
+          ...(shutdown && { signal: shutdown }),
+          ...(session && { session }),
+        });
+      } catch (err) {
+        if (shutdown?.aborted) return;
+        if (!curable(err, session)) throw err;
+        notify(options.onLost, err as LeaseholdError);
+        await sleep(maker.clock, delay, shutdown).catch(() => undefined);
+        delay = Math.min(delay * 2, tunables.retryMaxMs);
+        continue;
+      }
+      delay = tunables.retryMinMs;
+      notify(options.onElected, leadership);
+      const end = await term(maker.clock, leadership, work, shutdown, drainMs);
+      if (end.kind === 'lost') {
+        notify(options.onLost, end.error);
+        if (!recampaign || !curable(end.error, session)) throw end.error;
+        continue;
+      }
+      await leadership.resign();
+      if (end.kind === 'threw') throw end.error;
+      return;
     }
-    delay = tunables.retryMinMs;
-    notify(options.onElected, leadership);
-    const end = await term(maker.clock, leadership, work, shutdown, drainMs);
-    if (end.kind === 'lost') {
-      notify(options.onLost, end.error);
-      if (!recampaign || !curable(end.error, session)) throw end.error;
-      continue;
-    }
-    await leadership.resign();
-    if (end.kind === 'threw') throw end.error;
-    return;
+  } finally {
+    release();
   }
 }
 

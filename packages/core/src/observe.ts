@@ -68,7 +68,11 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     const observer = new Observer(queue, queue.clock, queue.range(segment), signal);
     const onAbort = () => observer.#end();
     signal.addEventListener('abort', onAbort, { once: true });
-    observer.#stop = () => signal.removeEventListener('abort', onAbort);
+    const release = queue.clock.hold(); // an observer is work the process waits on
+    observer.#stop = () => {
+      release();
+      signal.removeEventListener('abort', onAbort);
+    };
     if (signal.aborted) observer.#end();
     else void observer.#reread(true);
     return observer;

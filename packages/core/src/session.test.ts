@@ -217,3 +217,16 @@ describe('Session resumed by lease id', () => {
     expect(calls).toEqual([]);
   });
 });
+
+describe('Session and the process', () => {
+  it('keeps the process alive while live (also with no stream open), and lets go once closed or lost', async () => {
+    const { clock, session } = await started(10);
+    expect(clock.holds).toBe(1);
+    await session.close();
+    expect(clock.holds).toBe(0);
+    const lost = await started(2, 100);
+    lost.clock.advance(2_000);
+    expect(lost.session.isLost).toBe(true);
+    expect(lost.clock.holds).toBe(0);
+  });
+});

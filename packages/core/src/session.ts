@@ -367,6 +367,7 @@ export class Session implements AsyncDisposable {
   }
 
   #start(signal: AbortSignal | undefined): void {
+    this.#stops.set('hold', this.clock.hold());
     this.#arm('deadline', this.#expiresAt, () => this.isLost);
     const changed = this.etcd.onChanged((cause) => {
       this.#lose(new ClusterChangedError(this.leaseId, cause.detail, { cause }));
