@@ -185,6 +185,11 @@ export class Leasehold implements AsyncDisposable {
     return queue;
   }
 
+  /** @internal Aborts when the client is closed. */
+  get closed(): AbortSignal {
+    return this.#closed.signal;
+  }
+
   /** The etcd cluster id recorded on first contact (decimal). */
   get clusterId(): string {
     return this.etcd.clusterId;

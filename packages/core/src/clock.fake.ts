@@ -382,6 +382,9 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
     closed: false,
   };
   const store = new FakeKv();
+  /** `Etcd.onChanged` listeners; `change(err)` tells them the cluster changed. */
+  const changed = new Set<(error: Error) => void>();
+  const change = (error: Error) => [...changed].forEach((listener) => listener(error));
   const handlers: {
     txn: FakeCall<ITxnRequest, ITxnResponse>;
     /** Reads through `etcd.range(what)`, and the watch check's `client.kv.range` ('kv.range'). */
@@ -417,7 +420,10 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
       return handlers.range(what, request, () => store.range(request));
     },
     observe: () => {},
-    onChanged: () => ({ [Symbol.dispose]: () => {} }),
+    onChanged: (listener: (error: Error) => void) => {
+      changed.add(listener);
+      return { [Symbol.dispose]: () => void changed.delete(listener) };
+    },
     stream: async <S>(open: (client: unknown) => Promise<S>) => open(etcd.client),
     client: {
       leaseClient: {
@@ -468,6 +474,7 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
     txns,
     handlers,
     count,
+    change,
   };
 }
 

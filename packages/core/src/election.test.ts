@@ -30,7 +30,12 @@ async function setup() {
     'election',
     () => session,
   );
-  const maker: ElectionMaker = { elections, clock, sharedSession: async () => session };
+  const maker: ElectionMaker = {
+    elections,
+    clock,
+    closed: new AbortController().signal,
+    sharedSession: async () => session,
+  };
   return { clock, session, watch, maker, ...fake };
 }
 

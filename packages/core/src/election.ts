@@ -28,6 +28,8 @@ export interface CampaignOptions {
 export interface ElectionMaker {
   readonly elections: Queue;
   readonly clock: Clock;
+  /** Aborts when the client is closed. */
+  readonly closed: AbortSignal;
   sharedSession(signal?: AbortSignal): Promise<Session>;
 }
 

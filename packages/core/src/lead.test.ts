@@ -25,7 +25,12 @@ async function setup() {
     'election',
     () => session,
   );
-  const maker: ElectionMaker = { elections, clock, sharedSession: async () => session };
+  const maker: ElectionMaker = {
+    elections,
+    clock,
+    closed: new AbortController().signal,
+    sharedSession: async () => session,
+  };
   const terms: LeaderContext[] = [];
   return { clock, session, watch, maker, terms, ...fake };
 }
@@ -154,5 +159,45 @@ describe('lead', () => {
     const err = await lead(maker, 'e', 'me', () => {}, options).catch((e: unknown) => e);
     expect(isInvalidArgumentError(err) && err.message).toMatch(new RegExp(`^${name}`));
     expect(calls.length).toBe(before);
+  });
+});
+
+describe('lead and a work that ignores its signal', () => {
+  it('after a loss, starts no new term in this process until the last work returned', async () => {
+    const { maker, store, watch, clock } = await setup();
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    const stop = new AbortController();
+    const stuck = deferred();
+    const starts: bigint[] = [];
+    const running = track(
+      lead(
+        maker,
+        'e',
+        'me',
+        async ({ token }) => {
+          starts.push(token);
+          if (starts.length === 1)
+            await stuck.promise; // ignores its signal
+          else await new Promise(() => {});
+        },
+        { signal: stop.signal, drainTimeoutMs: 500 },
+      ),
+    );
+    await flush();
+    watch.emit(store.delete(KEY));
+    await flush();
+    clock.advance(5_000);
+    await flush();
+    expect(starts).toHaveLength(1);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/waiting for it/), expect.anything());
+    stuck.resolve();
+    await flush();
+    expect(starts).toHaveLength(2);
+    stop.abort();
+    await flush();
+    clock.advance(500);
+    await flush();
+    expect(running.settled).toBe(true);
+    warn.mockRestore();
   });
 });

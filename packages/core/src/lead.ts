@@ -3,9 +3,10 @@
  * signal that aborts when the term ends; after a loss, let the work stop and campaign again; on
  * shutdown, let the work drain for a bounded time, then resign so the next leader starts at once.
  */
-import { raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
+import { anySignal, raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
 import { campaign, type ElectionMaker, type Leadership } from './election.js';
 import {
+  ClientClosedError,
   isEtcdUnavailableError,
   isLeadershipLostError,
   isLeaseLostError,
@@ -48,7 +49,12 @@ export interface LeadOptions {
   session?: Session;
   /** Campaign again after a term is lost. Default true; if false, `lead()` rejects with the loss. */
   recampaign?: boolean;
-  /** How long the work may take to return after its signal aborts. Default 10000. */
+  /**
+   * How long the work may take to return after its signal aborts on shutdown before `lead()`
+   * resigns without it. After a loss, the next term waits for the work however long it takes
+   * (a warning is emitted once this has passed): one process never runs two terms at once.
+   * Default 10000.
+   */
   drainTimeoutMs?: number;
   /** Called when a term starts (for logs and metrics). */
   onElected?: (leadership: Leadership) => void;
@@ -100,6 +106,10 @@ export async function lead(
 
   // Between sessions (etcd unreachable, retrying) nothing else may keep the process alive.
   const release = maker.clock.hold();
+  // Once the client is closed or has met another cluster, a stuck work is waited for no longer.
+  const ended = new AbortController();
+  const changed = maker.elections.etcd.onChanged(() => ended.abort());
+  const stopWaiting = anySignal(maker.closed, ended.signal);
   try {
     for (let delay: number = tunables.retryMinMs; !shutdown?.aborted;) {
       let leadership: Leadership;
@@ -110,6 +120,7 @@ export async function lead(
         });
       } catch (err) {
         if (shutdown?.aborted) return;
+        assertOpen(maker); // closed or another cluster: nothing to retry
         if (!curable(err, session)) throw err;
         notify(options.onLost, err as LeaseholdError);
         await sleep(maker.clock, delay, shutdown).catch(() => undefined);
@@ -118,10 +129,11 @@ export async function lead(
       }
       delay = tunables.retryMinMs;
       notify(options.onElected, leadership);
-      const end = await term(maker.clock, leadership, work, shutdown, drainMs);
+      const end = await term(maker.clock, leadership, work, { shutdown, stopWaiting }, drainMs);
       if (end.kind === 'lost') {
         notify(options.onLost, end.error);
         if (!recampaign || !curable(end.error, session)) throw end.error;
+        assertOpen(maker);
         continue;
       }
       await leadership.resign();
@@ -129,6 +141,7 @@ export async function lead(
       return;
     }
   } finally {
+    changed[Symbol.dispose]();
     release();
   }
 }
@@ -143,9 +156,10 @@ async function term(
   clock: Clock,
   leadership: Leadership,
   work: LeaderWork,
-  shutdown: AbortSignal | undefined,
+  signals: { shutdown: AbortSignal | undefined; stopWaiting: AbortSignal },
   drainMs: number,
 ): Promise<TermEnd> {
+  const { shutdown } = signals;
   const stop = new LossLatch<Error>(() => {
     if (leadership.signal.aborted) stop.trip(leadership.signal.reason as Error);
   });
@@ -165,14 +179,22 @@ async function term(
     if (outcome && !leadership.signal.aborted) {
       return outcome.threw ? { kind: 'threw', error: outcome.error } : { kind: 'returned' };
     }
-    // Lost or shutting down: the work was told to stop; give it a bounded time to do so.
+    // Lost or shutting down: the work was told to stop. On shutdown it gets drainTimeoutMs, then
+    // lead() resigns without it. After a loss the next term's work must not start in this
+    // process while the last one runs, so it is waited for (with a warning once drainTimeoutMs
+    // has passed), unless a shutdown comes meanwhile or the client ends.
     using drain = timeoutSignal(clock, drainMs, () => new Error('drain timeout'));
     const drained = await raceSignal(running, drain.signal).catch(() => undefined);
     if (!drained) {
+      const next = shutdown?.aborted ? 'resigning without it' : 'waiting for it to return';
       process.emitWarning(
-        `lead(${JSON.stringify(leadership.election)}): the leader's work did not return within drainTimeoutMs (${drainMs} ms) after its signal aborted; going on without it`,
+        `lead(${JSON.stringify(leadership.election)}): the leader's work did not return within drainTimeoutMs (${drainMs} ms) after its signal aborted; ${next}`,
         { code: 'LEASEHOLD_DRAIN_TIMEOUT' },
       );
+      if (!shutdown?.aborted) {
+        const until = anySignal(shutdown, signals.stopWaiting);
+        await raceSignal(running, until).catch(() => undefined);
+      }
     }
     const lost = leadership.signal.reason as LeaseholdError;
     if (shutdown?.aborted || !leadership.signal.aborted || isResigned(lost)) {
@@ -183,6 +205,12 @@ async function term(
     leadership.signal.removeEventListener('abort', onLost);
     shutdown?.removeEventListener('abort', onShutdown);
   }
+}
+
+/** Throws `ClientClosedError` once the client is closing, `ClusterChangedError` after a change. */
+function assertOpen(maker: ElectionMaker): void {
+  if (maker.closed.aborted) throw new ClientClosedError();
+  maker.elections.etcd.assertUsable();
 }
 
 const isResigned = (err: LeaseholdError) => err.code === 'LEADERSHIP_RESIGNED';

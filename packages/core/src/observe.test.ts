@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deferred, fakeClock, fakeEtcd, fakeWatch, flush } from './clock.fake.js';
+import { ClusterChangedError } from './errors.js';
 import { Observer } from './observe.js';
 import { Queue } from './queue.js';
 
@@ -95,5 +96,15 @@ describe('observe', () => {
     await flush();
     expect((await first).value).toEqual({ leader: undefined, revision: 1n });
     expect(fake.count('election observe')).toBe(3);
+  });
+});
+
+describe('observe and the cluster', () => {
+  it('throws ClusterChangedError from the loop when the client meets another cluster', async () => {
+    const { take, observer, change } = setup();
+    await take();
+    const err = new ClusterChangedError(0n, 'revision went back (fake)');
+    change(err);
+    await expect(observer.next()).rejects.toBe(err);
   });
 });

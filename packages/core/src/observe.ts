@@ -69,8 +69,11 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     const onAbort = () => observer.#end();
     signal.addEventListener('abort', onAbort, { once: true });
     const release = queue.clock.hold(); // an observer is work the process waits on
+    // Another cluster (or a rewound history): states from it are not this election's.
+    const changed = queue.etcd.onChanged((err) => observer.#end(err));
     observer.#stop = () => {
       release();
+      changed[Symbol.dispose]();
       signal.removeEventListener('abort', onAbort);
     };
     if (signal.aborted) observer.#end();

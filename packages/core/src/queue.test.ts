@@ -224,7 +224,7 @@ describe('Entry end', () => {
     expect(entry.isFirst).toBe(false);
   });
 
-  it('ends with reason session when its session is lost, with the session’s error as cause', async () => {
+  it('ends with reason session when its session is lost; a waiter rejects with the session’s error', async () => {
     const { join, session, store } = await setup();
     store.put('L/m/a', { lease: 7 });
     const entry = await join();
@@ -233,7 +233,7 @@ describe('Entry end', () => {
     await flush();
     expect(reasonOf(entry)).toBe('session');
     expect(isSessionClosedError((entry.signal.reason as Lost).cause)).toBe(true);
-    expect(first.error).toBe(entry.signal.reason);
+    expect(first.error).toBe(session.signal.reason);
   });
 
   it('waitFirst rejects with the caller’s reason on abort and withdraws the key, guarded by its create revision', async () => {

@@ -275,7 +275,9 @@ export class Entry {
       this.session.throwIfLost(); // a stalled loop may have passed the deadline meanwhile
     } catch (err) {
       void this.remove('withdraw').catch(() => undefined);
-      throw err;
+      // A waiter whose session ended reports the session's error, whichever listener ran first.
+      const ended = err === this.#end.reason && this.session.isLost;
+      throw ended ? (this.session.signal.reason as Error) : err;
     }
   }
 

@@ -1,6 +1,6 @@
 import type { IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
 import { callAt, sleep, type Clock } from './clock.js';
-import { endStream, prefixEnd, type Etcd, type Stream } from './etcd.js';
+import { endStream, isEnded, prefixEnd, type Etcd, type Stream } from './etcd.js';
 import { Listeners } from './latch.js';
 import { tunables } from './options.js';
 
@@ -156,8 +156,9 @@ export class Watch {
     let stream: WatchStream;
     try {
       stream = await this.etcd.stream((client) => client.watchClient.watch());
-    } catch {
-      return this.#retry();
+    } catch (err) {
+      // Closed, or met another cluster: nothing will ever be watched through this client again.
+      return isEnded(err) ? this.close() : this.#retry();
     }
     if (this.#phase !== 'starting') return stream.cancel();
     this.#stream = stream;
@@ -184,7 +185,7 @@ export class Watch {
     try {
       this.etcd.observe(res.header);
     } catch {
-      return this.#drop(true); // closed, or another cluster: the client is ending
+      return this.close(); // closed, or another cluster: the client is ending
     }
     if (res.canceled) {
       const compacted = BigInt(res.compact_revision || '0');
@@ -286,8 +287,9 @@ export class Watch {
     let read: { kvs: IKeyValue[]; readAt: bigint };
     try {
       read = await this.#readAll();
-    } catch {
-      return false; // unreachable or ended: tried again soon; the sessions' deadlines still hold
+    } catch (err) {
+      if (isEnded(err)) this.close();
+      return false; // unreachable: tried again soon; the sessions' deadlines still hold
     }
     const byRange = new Map<string, IKeyValue[]>();
     for (const kv of read.kvs) {
