@@ -215,6 +215,8 @@ export class Etcd {
   static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
     const etcd = new Etcd(options);
     const giveUpAt = options.clock.now() + options.dialTimeoutMs;
+    // Between dials no socket is open: without this the process could exit mid-connect.
+    const release = options.clock.hold();
     try {
       for (
         let delay: number = tunables.retryMinMs;
@@ -249,6 +251,8 @@ export class Etcd {
     } catch (err) {
       etcd.close();
       throw err;
+    } finally {
+      release();
     }
   }
 

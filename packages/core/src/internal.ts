@@ -19,3 +19,26 @@ export function kvCall<T extends { header?: IResponseHeader }>(
   const etcd = client.etcd;
   return etcd.call(what, (o) => run(etcd.client.kv, o), opts);
 }
+
+/**
+ * Grants a lease that nobody keeps alive and no session owns: it simply expires after its TTL
+ * (what `@leasehold/cron` puts its retained records on). Retried like an idempotent call: a grant
+ * whose answer was lost leaves a lease that holds nothing and expires by itself.
+ */
+export async function grantLease(
+  client: Leasehold,
+  what: string,
+  ttlSeconds: number,
+): Promise<{ leaseId: bigint; ttlSeconds: number; revision: bigint }> {
+  const etcd = client.etcd;
+  const res = await etcd.call(
+    what,
+    (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
+    { idempotent: true },
+  );
+  return {
+    leaseId: BigInt(res.ID),
+    ttlSeconds: Number(res.TTL),
+    revision: BigInt(res.header.revision),
+  };
+}

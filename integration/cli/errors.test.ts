@@ -1,0 +1,127 @@
+/**
+ * Errors as an operator meets them: one line on stderr, no stack trace unless --debug, and the
+ * documented exit code, from the real executable.
+ */
+import { spawnSync } from 'node:child_process';
+import { freePort } from '@leasehold/testing';
+import { describe, expect, it } from 'vitest';
+import { sharedEndpoints } from '../setup/etcd.js';
+import { now, runCli } from './harness.js';
+
+const endpoints = sharedEndpoints();
+
+function oneLine(stderr: string): string {
+  const lines = stderr.split('\n');
+  expect(lines, stderr).toHaveLength(2);
+  expect(lines[1]).toBe('');
+  expect(stderr).not.toMatch(/^\s+at /m);
+  return lines[0]!;
+}
+
+describe('errors', () => {
+  it.each([
+    [['run', '--', 'true'], /^leasehold run: required option '--lock <name>' not specified/],
+    [
+      ['run', '--lock', 'x', '--ttl', '1', '--', 'true'],
+      /^leasehold: --ttl must be a whole number of seconds from 2/,
+    ],
+    [
+      ['run', '--lock', 'x', '--no-wait', '--wait-timeout', '10', '--', 'true'],
+      /^leasehold: --wait-timeout and --no-wait exclude each other/,
+    ],
+    [['elect', 'e', '--bogus', '--', 'true'], /^leasehold elect: unknown option '--bogus'/],
+    [
+      ['inspect', '--lock-prefix', '', '--endpoints', endpoints.join(',')],
+      /^leasehold: --lock-prefix must be a non-empty string/,
+    ],
+    [
+      ['observe', 'e', '--endpoints', 'http://127.0.0.1:2379/v3'],
+      /^leasehold: --endpoints "http:\/\/127.0.0.1:2379\/v3" has a path/,
+    ],
+    [
+      ['unlock', 'x', '--key', 'ab'],
+      /^leasehold: unlock deletes a key: pass --yes to confirm when stdin is not a terminal$/,
+    ],
+    [['frobnicate'], /^leasehold: unknown command 'frobnicate'/],
+  ])('bad flags %j: one line, exit 64', async (args, pattern) => {
+    const { code, stdout, stderr } = await runCli(args);
+    expect(oneLine(stderr)).toMatch(pattern);
+    expect(stdout).toBe('');
+    expect(code).toBe(64);
+  });
+
+  it.each([
+    ['run', '--lock', 'x', '--', 'true'],
+    ['elect', 'e', '--', 'true'],
+    ['observe', 'e'],
+    ['inspect'],
+    ['unlock', 'x', '--key', 'ab', '--yes'],
+  ])(
+    'unreachable etcd (%s): one line naming the endpoint, exit 69 after --dial-timeout',
+    async (...args) => {
+      const port = await freePort();
+      const started = now();
+      const connection = ['--endpoints', `http://127.0.0.1:${port}`, '--dial-timeout', '700'];
+      // Before "--": what follows it is the command's.
+      const dash = args.indexOf('--');
+      const full =
+        dash < 0
+          ? [...args, ...connection]
+          : [...args.slice(0, dash), ...connection, ...args.slice(dash)];
+      const { code, stdout, stderr } = await runCli(full);
+      expect(oneLine(stderr)).toMatch(
+        new RegExp(
+          `^leasehold: could not reach etcd at http://127.0.0.1:${port} within 700 ms \\(--dial-timeout\\)`,
+        ),
+      );
+      expect(stdout).toBe('');
+      expect(code).toBe(69);
+      expect(now() - started).toBeGreaterThanOrEqual(700);
+    },
+  );
+
+  it('--debug adds the stack trace and causes', async () => {
+    const port = await freePort();
+    const { code, stderr } = await runCli([
+      'inspect',
+      '--endpoints',
+      `127.0.0.1:${port}`,
+      '--dial-timeout',
+      '300',
+      '--debug',
+    ]);
+    expect(code).toBe(69);
+    const lines = stderr.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^leasehold: could not reach etcd/);
+    expect(lines.length).toBeGreaterThan(3);
+    expect(stderr).toMatch(/^ConnectError: could not reach etcd/m);
+    expect(stderr).toMatch(/^\s+at /m);
+  });
+});
+
+describe('@leasehold/core, as the CLI found it', () => {
+  // leasehold keeps its process alive while it waits (cli.ts); a plain program does not. While
+  // etcd refuses connections, connect() waits between dials on unref'd timers only, so a program
+  // whose only work is `await connect()` exits (code 13, "unsettled top-level await") without
+  // the ConnectError it should get after dialTimeoutMs.
+  it('connect() to an unreachable etcd rejects with ConnectError in a process with nothing else to do', async () => {
+    const port = await freePort();
+    const program = `
+      import { connect } from '@leasehold/core';
+      try {
+        await connect({ endpoints: 'http://127.0.0.1:${port}', dialTimeoutMs: 500 });
+        console.log('connected?');
+      } catch (err) {
+        console.log(err.code);
+      }`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', program], {
+      cwd: new URL('.', import.meta.url),
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect({ status: result.status, stdout: result.stdout.trim() }).toEqual({
+      status: 0,
+      stdout: 'CONNECT_FAILED',
+    });
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * The command is stopped within TTL + grace of the moment the lock stops being trustworthy:
+ * its lease revoked by someone else, leasehold cut off from etcd, or leasehold frozen. In the
+ * last case leasehold cannot act at all; its keeper process stops the command at the deadline.
+ */
+import { connect } from '@leasehold/core';
+import { TcpFaultProxy } from '@leasehold/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { child, cleanUpAfter, Cli, now, Probe } from './harness.js';
+
+const endpoints = sharedEndpoints();
+const admin = etcdClient(endpoints);
+afterAll(() => admin.close());
+
+const TTL_S = 3;
+const GRACE_MS = 1_000;
+const BOUND_MS = TTL_S * 1_000 + GRACE_MS;
+
+const run = (prefix: string, via: string, env: Record<string, string>, extra: string[] = []) =>
+  new Cli(
+    [
+      'run',
+      '--endpoints',
+      via,
+      '--lock-prefix',
+      prefix,
+      '--lock',
+      'job',
+      '--ttl',
+      String(TTL_S),
+      '--grace',
+      String(GRACE_MS),
+      ...extra,
+      '--',
+      ...child(),
+    ],
+    env,
+  );
+
+describe('a lost lock stops the command within TTL + grace', () => {
+  it('the lease is revoked by another client: SIGTERM, SIGKILL after the grace (the command ignores SIGTERM), exit 82', async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-loss-revoke'));
+    await using probe = await Probe.start();
+    const cli = run(prefix, endpoints.join(','), probe.env('c', { DIE_ON: '' }));
+    const c = await probe.started('c');
+    const revokedAt = now();
+    await admin.leaseClient.leaseRevoke({ ID: BigInt(`0x${c.start.leaseId}`).toString() });
+    const endedAt = await c.closed();
+    expect(endedAt - revokedAt).toBeLessThanOrEqual(BOUND_MS);
+    const term = c.events.find((e) => e.signal === 'SIGTERM');
+    expect(term, 'SIGTERM came first').toBeDefined();
+    // It ignored SIGTERM, so it lived until SIGKILL, a grace period later.
+    expect(endedAt - term!.at).toBeGreaterThanOrEqual(GRACE_MS - 50);
+    const exit = await cli.exit();
+    expect(exit.code).toBe(82);
+    expect(cli.stderr).toMatch(
+      /^leasehold: lock "job" \(token \d+\) lost: its key was deleted by someone else; stopping the command \(SIGTERM, then SIGKILL after 1s\)\n$/,
+    );
+  });
+
+  it('leasehold is cut off from etcd (fault proxy stalls): the command is stopped, exit 82, and the next holder gets a higher token', async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-loss-partition'));
+    await using probe = await Probe.start();
+    await using proxy = await TcpFaultProxy.start({ target: endpoints[0]! });
+    const cli = run(prefix, proxy.url, probe.env('c'), ['--call-timeout', '1000']);
+    const c = await probe.started('c');
+    const cutAt = now();
+    proxy.setMode('stall');
+    const endedAt = await c.closed();
+    expect(endedAt - cutAt).toBeLessThanOrEqual(BOUND_MS);
+    expect(c.signals()).toEqual(['SIGTERM']);
+    const exit = await cli.exit();
+    expect(exit.code).toBe(82);
+    expect(cli.stderr).toMatch(/^leasehold: lock "job" \(token \d+\) lost: its session was lost/);
+    // The lease expires on the server; the next holder's token is higher.
+    await using other = await connect({ endpoints, lockPrefix: prefix });
+    const next = await other.acquire('job', { timeoutMs: 15_000 });
+    expect(next.token).toBeGreaterThan(c.token);
+    await next.release();
+  });
+
+  it('leasehold is frozen (SIGSTOP) past its TTL: the keeper stops the command before the next holder gets the lock', async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-loss-sigstop'));
+    await using probe = await Probe.start();
+    const cli = run(prefix, endpoints.join(','), probe.env('c'));
+    const c = await probe.started('c');
+    await using other = await connect({ endpoints, lockPrefix: prefix });
+    const stoppedAt = cli.signal('SIGSTOP');
+    const acquiring = other.acquire('job', { timeoutMs: 20_000 }).then((lock) => ({
+      lock,
+      at: now(),
+    }));
+    const endedAt = await c.closed();
+    expect(endedAt - stoppedAt).toBeLessThanOrEqual(BOUND_MS);
+    expect(cli.alive).toBe(true); // still frozen: the keeper did it
+    expect(c.signals()).toEqual(['SIGTERM']);
+    const next = await acquiring;
+    expect(next.lock.token).toBeGreaterThan(c.token);
+    // The command had ended before anyone else could hold the lock.
+    expect(c.endAt!).toBeLessThanOrEqual(next.at);
+    cli.signal('SIGCONT');
+    const exit = await cli.exit();
+    expect(exit.code).toBe(82);
+    expect(cli.stderr).toMatch(/^leasehold: lock "job" \(token \d+\) lost: /);
+    await next.lock.release();
+  });
+
+  it('leasehold is killed (SIGKILL): the keeper stops the command at once', async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-loss-sigkill'));
+    await using probe = await Probe.start();
+    const cli = run(prefix, endpoints.join(','), probe.env('c'));
+    const c = await probe.started('c');
+    const killedAt = cli.signal('SIGKILL');
+    const endedAt = await c.closed();
+    expect(endedAt - killedAt).toBeLessThanOrEqual(GRACE_MS);
+    expect(c.signals()).toEqual(['SIGTERM']);
+    await waitFor(() => !cli.alive, { what: 'leasehold gone' });
+  });
+});

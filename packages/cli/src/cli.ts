@@ -1,0 +1,274 @@
+/**
+ * The `leasehold` program: commands, help with examples, and the one place where errors become
+ * one line on stderr and an exit code (exit-codes.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { isInvalidArgumentError, isLeaseholdError } from '@leasehold/core';
+import { Command, CommanderError, Option } from 'commander';
+import { addConnectionOptions, withFlagNames } from './connection.js';
+import { CliError, exitCodeFor, exitCodes } from './exit-codes.js';
+import { DEFAULT_GRACE_MS, runAsLeader, runUnderLock } from './hold.js';
+import { inspect } from './inspect.js';
+import { observe } from './observe.js';
+import { unlock } from './unlock.js';
+
+export interface Io {
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+}
+
+const version = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
+
+/** Writes `text` and resolves once it has been handed to the OS (before the process exits). */
+export function writer(stream: NodeJS.WritableStream): (text: string) => Promise<void> {
+  return (text) =>
+    new Promise((resolve, reject) => {
+      stream.write(text, (err) => (err ? reject(err) : resolve()));
+    });
+}
+
+/** The error as the one line leasehold prints, and with `debug` its stack and causes. */
+export function errorText(err: unknown, debug: boolean): string {
+  const code = exitCodeFor(err);
+  const raw = err instanceof Error ? err.message : String(err);
+  const message = isLeaseholdError(err) ? withFlagNames(raw, isInvalidArgumentError(err)) : raw;
+  const oneLine = message.replace(/\s*\n\s*/g, ' ');
+  const hint =
+    code === exitCodes.internal && !(isLeaseholdError(err) || debug)
+      ? ' (an unexpected error: run with --debug for details)'
+      : '';
+  const lines = [`leasehold: ${oneLine}${hint}`];
+  if (debug) {
+    for (let e: unknown = err; e !== undefined; e = (e as { cause?: unknown }).cause) {
+      if (!(e instanceof Error)) {
+        lines.push(JSON.stringify(e) ?? 'undefined');
+        break;
+      }
+      lines.push(e.stack ?? e.message);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const EXAMPLES = {
+  run: `
+Examples:
+  # A nightly job on several hosts: whichever host comes first runs it, the others skip it.
+  leasehold run --lock nightly-report --no-wait -- ./nightly-report.sh
+
+  # A deploy step that must not overlap: wait up to 10 minutes for the one running now.
+  leasehold run --lock deploy/prod --wait-timeout 600000 -- ./deploy.sh v1.4.2
+
+  # The command gets the fencing token: send it with every write to the protected store.
+  leasehold run --lock invoice-42 -- sh -c 'echo "token $LEASEHOLD_TOKEN"'
+
+The command gets LEASEHOLD_TOKEN (the fencing token, decimal), LEASEHOLD_LOCK_KEY (the etcd key)
+and LEASEHOLD_LEASE_ID (hex, as etcdctl lease commands take it). If the lock is lost while it
+runs, it gets SIGTERM, then SIGKILL after --grace, and leasehold exits ${exitCodes.lost}. Otherwise
+leasehold exits with the command's code (128+N if a signal ended it).`,
+  elect: `
+Examples:
+  # Three hosts run this; one at a time runs the scheduler, the next takes over if it dies.
+  leasehold elect scheduler --value "$(hostname)" -- ./scheduler --serve
+
+  # Give up after a minute without being elected (exit ${exitCodes.timeout}).
+  leasehold elect reindex --wait-timeout 60000 -- ./reindex.sh
+
+The command gets LEASEHOLD_TOKEN (the term's fencing token), LEASEHOLD_ELECTION_KEY and
+LEASEHOLD_LEASE_ID. When leadership is lost: SIGTERM, SIGKILL after --grace, exit ${exitCodes.lost}.
+When the command ends, leasehold resigns, so the next candidate is elected at once.`,
+  observe: `
+Examples:
+  leasehold observe scheduler
+  leasehold observe scheduler --json | jq -r .leader.value
+
+Prints the state now, then every change (a new leader, a new value, no leader), until Ctrl-C.`,
+  inspect: `
+Examples:
+  leasehold inspect                       # a table on a terminal, JSON otherwise
+  leasehold inspect --prefix deploy/ --watch
+  leasehold inspect --json | jq '.locks[] | {name, token: .holder.token}'
+
+TTL is what the holder's lease has left; "expired" means its lease is gone, "none" that the
+key has no lease (it never expires: see leasehold unlock).`,
+  unlock: `
+Examples:
+  leasehold inspect --prefix deploy                 # find the stuck holder's key
+  leasehold unlock deploy --key 694d5765fc71500b    # asks before deleting, on a terminal
+  leasehold unlock deploy --key /leasehold/lock/deploy/694d5765fc71500b --yes
+
+Deletes one key, only if it still has the create revision (token) it had when read. Its holder,
+if it still runs, sees its lock lost. The key's lease is not revoked.`,
+};
+
+/**
+ * Runs leasehold with `argv` (as `process.argv`) and resolves to the exit code. Never throws:
+ * errors are written to `io.stderr`.
+ */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let result: number = exitCodes.ok;
+  let debug = false;
+  let command = '';
+  const out = writer(io.stdout);
+  const log = (line: string) => void io.stderr.write(`leasehold: ${line}\n`);
+
+  const program = new Command('leasehold')
+    .description(
+      'Run a command under an etcd lock or leadership, with a fencing token, and see who holds what.',
+    )
+    .version(version, '-V, --version')
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .configureOutput({
+      writeOut: (text) => void io.stdout.write(text),
+      writeErr: (text) => void io.stderr.write(text),
+      // Printed by the catch below, as one line naming the command.
+      outputError: () => {},
+    })
+    .addHelpText(
+      'after',
+      `\nEvery command takes the connection options (--endpoints or ETCD_ENDPOINTS, TLS, user).\nExit codes are listed in the README of @leasehold/cli.`,
+    );
+  program.hook('preSubcommand', (_, sub) => {
+    command = sub.name();
+  });
+  program.hook('preAction', (_, action) => {
+    debug = action.opts<{ debug?: boolean }>().debug === true;
+  });
+
+  addConnectionOptions(
+    program
+      .command('run')
+      .usage('--lock <name> [options] -- <command...>')
+      .summary('run a command while holding a lock')
+      .description(
+        'Waits for the lock (FIFO), runs the command while holding it, and releases it when the command ends.',
+      )
+      .requiredOption('--lock <name>', 'the lock to hold')
+      .option(
+        '--ttl <seconds>',
+        'lease TTL: how soon others get the lock if leasehold dies (default: 10)',
+      )
+      .option('--wait-timeout <ms>', `give up waiting after this long (exit ${exitCodes.timeout})`)
+      .option('--no-wait', `do not wait: exit ${exitCodes.taken} at once if the lock is held`)
+      .option('--value <value>', 'holder value others see in inspect (default: hostname:pid)')
+      .option(
+        '--grace <ms>',
+        `after a loss, time between SIGTERM and SIGKILL (default: ${DEFAULT_GRACE_MS})`,
+      )
+      .argument('<command...>', 'the command and its arguments (after --)')
+      .addHelpText('after', EXAMPLES.run)
+      .action(async (cmd: string[], flags: Parameters<typeof runUnderLock>[0]) => {
+        result = await runUnderLock(flags, cmd, { stderr: io.stderr, log });
+      }),
+  );
+
+  addConnectionOptions(
+    program
+      .command('elect')
+      .usage('<name> [options] -- <command...>')
+      .summary('run a command while leader of an election')
+      .description(
+        'Campaigns in the election, runs the command while leader, and resigns when it ends.',
+      )
+      .argument('<name>', 'the election')
+      .argument('<command...>', 'the command and its arguments (after --)')
+      .option('--value <value>', 'what observers see as the leader (default: hostname:pid)')
+      .option(
+        '--ttl <seconds>',
+        'lease TTL: how soon another candidate takes over if leasehold dies (default: 10)',
+      )
+      .option(
+        '--wait-timeout <ms>',
+        `give up campaigning after this long (exit ${exitCodes.timeout})`,
+      )
+      .option(
+        '--grace <ms>',
+        `after a loss, time between SIGTERM and SIGKILL (default: ${DEFAULT_GRACE_MS})`,
+      )
+      .addHelpText('after', EXAMPLES.elect)
+      .action(async (name: string, cmd: string[], flags: Parameters<typeof runAsLeader>[1]) => {
+        result = await runAsLeader(name, flags, cmd, { stderr: io.stderr, log });
+      }),
+  );
+
+  addConnectionOptions(
+    program
+      .command('observe')
+      .summary('print who leads an election, and every change')
+      .description('Prints who leads the election now, then every change, one line each.')
+      .argument('<name>', 'the election')
+      .option('--json', 'one JSON object per line')
+      .addHelpText('after', EXAMPLES.observe)
+      .action(async (name: string, flags: Parameters<typeof observe>[1]) => {
+        result = await observe(name, flags, (line) => out(`${line}\n`));
+      }),
+  );
+
+  addConnectionOptions(
+    program
+      .command('inspect')
+      .summary('show locks and elections: holders, tokens, TTLs, waiters')
+      .description(
+        'Shows every lock (holder, value, token, lease TTL left, waiters in order) and every election (leader, value, candidates in order).',
+      )
+      .option('--prefix <prefix>', 'only locks and elections whose name starts with this')
+      .option('--watch', 'refresh until Ctrl-C')
+      .option('--interval <ms>', 'refresh interval with --watch (default: 1000)')
+      .option('--json', 'JSON (the default when stdout is not a terminal)')
+      .addOption(new Option('--table', 'a table even when stdout is not a terminal'))
+      .addHelpText('after', EXAMPLES.inspect)
+      .action(async (flags: Parameters<typeof inspect>[0]) => {
+        result = await inspect(flags, io.stdout, out);
+      }),
+  );
+
+  addConnectionOptions(
+    program
+      .command('unlock')
+      .summary('delete one stuck holder key of a lock')
+      .description(
+        "Deletes one key of a lock's queue, guarded by its create revision, after asking on a terminal.",
+      )
+      .argument('<name>', 'the lock')
+      .requiredOption('--key <key>', 'the key to delete, or just its lease id in hex')
+      .option('--yes', 'do not ask (required when stdin is not a terminal)')
+      .addHelpText('after', EXAMPLES.unlock)
+      .action(async (name: string, flags: Parameters<typeof unlock>[1]) => {
+        result = await unlock(name, flags, out);
+      }),
+  );
+
+  // Waiting is this program's work: some SDK waits (connect()'s back-off between dials) run on
+  // unref'd timers and would let Node exit mid-wait with nothing printed.
+  const alive = setInterval(() => {}, 2 ** 30);
+  try {
+    await program.parseAsync(argv);
+    return result;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') {
+        return exitCodes.ok;
+      }
+      if (err.code === 'commander.help' || err.code === 'commander.executeSubCommandAsync') {
+        return exitCodes.usage; // `leasehold` alone: the help went to stderr
+      }
+      const where = command === '' ? 'leasehold' : `leasehold ${command}`;
+      const message = err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+      const hint =
+        /unknown option/.test(message) && (command === 'run' || command === 'elect')
+          ? '; put the command to run after --'
+          : '';
+      io.stderr.write(`${where}: ${message}${hint} (${where} --help shows usage)\n`);
+      return exitCodes.usage;
+    }
+    if (!(err instanceof CliError && err.silent) || debug) io.stderr.write(errorText(err, debug));
+    return exitCodeFor(err);
+  } finally {
+    clearInterval(alive);
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * `run` and `elect`: wait for a lock or for leadership (with a status line on a terminal), run
+ * the command while it is held, and let go when the command ends.
+ */
+import { hostname } from 'node:os';
+import {
+  defaults,
+  isCampaignTimeoutError,
+  isLockTimeoutError,
+  type Holder,
+  type Leasehold,
+  type Session,
+} from '@leasehold/core';
+import { connectWith, type ConnectionFlags } from './connection.js';
+import { CliError, exitCodes, usageError } from './exit-codes.js';
+import { printable } from './format.js';
+import { leaseHex, queueRange } from './keys.js';
+import { parseDurationMs, parseGraceMs, parseTtlSeconds, parseValue } from './parse.js';
+import { inQueueOrder, readPrefix } from './read.js';
+import { Signals } from './signals.js';
+import { startStatus, type WaitView } from './status.js';
+import { shellWords, supervise, type Held } from './supervise.js';
+
+/** Grace between SIGTERM and SIGKILL after a loss. Kept well under the default TTL. */
+export const DEFAULT_GRACE_MS = 5_000;
+
+export interface HoldFlags extends ConnectionFlags {
+  ttl?: string;
+  waitTimeout?: string;
+  /** `--no-wait` sets it to false. */
+  wait?: boolean;
+  value?: string;
+  grace?: string;
+}
+
+export interface RunFlags extends HoldFlags {
+  lock: string;
+}
+
+/** The flags of `run` and `elect` as numbers, checked before anything connects. */
+export function holdSettings(flags: HoldFlags, command: readonly string[]) {
+  if (command.length === 0) {
+    throw usageError('no command given: put it after "--", e.g. -- ./nightly-report.sh');
+  }
+  const ttlSeconds =
+    flags.ttl === undefined ? defaults.ttlSeconds : parseTtlSeconds('--ttl', flags.ttl);
+  const graceMs =
+    flags.grace === undefined ? DEFAULT_GRACE_MS : parseGraceMs('--grace', flags.grace);
+  const timeoutMs =
+    flags.waitTimeout === undefined
+      ? undefined
+      : parseDurationMs('--wait-timeout', flags.waitTimeout);
+  if (timeoutMs !== undefined && flags.wait === false) {
+    throw usageError('--wait-timeout and --no-wait exclude each other: choose one');
+  }
+  const value = flags.value === undefined ? undefined : parseValue('--value', flags.value);
+  return { ttlSeconds, graceMs, timeoutMs, noWait: flags.wait === false, value };
+}
+
+interface Io {
+  stderr: NodeJS.WriteStream;
+  log: (line: string) => void;
+}
+
+/** How `run` and `elect` differ. */
+interface Kind {
+  noun: 'lock' | 'election';
+  prefix(client: Leasehold): string;
+  first(client: Leasehold, name: string): Promise<Holder | undefined>;
+  /** Waits for the hold; `signal` aborts the wait. */
+  take(client: Leasehold, session: Session, signal: AbortSignal): Promise<Held & AsyncDisposable>;
+  what(name: string): string;
+  env(hold: Held): Record<string, string>;
+}
+
+async function underHold(
+  kind: Kind,
+  name: string,
+  flags: HoldFlags,
+  settings: ReturnType<typeof holdSettings>,
+  command: readonly string[],
+  io: Io,
+): Promise<number> {
+  using signals = new Signals({ ignoreStop: true });
+  const interrupted = signals.interrupted;
+  const client = await connectWith(flags, { signal: interrupted });
+  try {
+    const session = await client.session({ ttlSeconds: settings.ttlSeconds }).catch((err) => {
+      if (interrupted.aborted) throw interrupted.reason;
+      throw err;
+    });
+    const ourKey = `${queueRange(kind.prefix(client), name)}${leaseHex(session.leaseId)}`;
+    const status = io.stderr.isTTY
+      ? startStatus(io.stderr, kind.noun, name, async (): Promise<WaitView> => {
+          const [holder, queue] = await Promise.all([
+            kind.first(client, name),
+            readPrefix(client, queueRange(kind.prefix(client), name)),
+          ]);
+          const index = inQueueOrder(queue.entries).findIndex((e) => e.key === ourKey);
+          return { holder, ahead: index < 0 ? undefined : index };
+        })
+      : undefined;
+    let hold: Held & AsyncDisposable;
+    try {
+      hold = await kind.take(client, session, interrupted);
+    } catch (err) {
+      // The interruption also closes the client, which can reach the wait first.
+      if (interrupted.aborted) throw interrupted.reason;
+      throw err;
+    } finally {
+      status?.stop();
+    }
+    try {
+      interrupted.throwIfAborted();
+      if (io.stderr.isTTY) {
+        io.log(
+          `${kind.what(name)}: token ${hold.token}; running ${printable(shellWords(command), 80)}`,
+        );
+      }
+      return await supervise({
+        hold,
+        what: kind.what(name),
+        command,
+        env: kind.env(hold),
+        graceMs: settings.graceMs,
+        signals,
+        log: io.log,
+      });
+    } finally {
+      await hold[Symbol.asyncDispose]();
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+/** `leasehold run --lock NAME -- CMD...` */
+export function runUnderLock(flags: RunFlags, command: readonly string[], io: Io): Promise<number> {
+  const settings = holdSettings(flags, command);
+  const { noWait, timeoutMs, value } = settings;
+  const name = flags.lock;
+  return underHold(
+    {
+      noun: 'lock',
+      prefix: (client) => client.lockPrefix,
+      first: (client, n) => client.holder(n),
+      what: (n) => `lock "${printable(n)}"`,
+      async take(client, session, signal) {
+        const options = { session, signal, ...(value === undefined ? {} : { value }) };
+        if (noWait) return client.tryAcquire(name, options);
+        try {
+          return await client.acquire(name, {
+            ...options,
+            ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          });
+        } catch (err) {
+          if (!isLockTimeoutError(err)) throw err;
+          throw new CliError(
+            `lock "${printable(name)}" was not acquired within ${timeoutMs} ms (--wait-timeout)`,
+            exitCodes.timeout,
+            { cause: err },
+          );
+        }
+      },
+      env: (hold) => ({
+        LEASEHOLD_TOKEN: hold.token.toString(),
+        LEASEHOLD_LOCK_KEY: hold.key,
+        LEASEHOLD_LEASE_ID: leaseHex(hold.session.leaseId),
+      }),
+    },
+    name,
+    flags,
+    settings,
+    command,
+    io,
+  );
+}
+
+/** The default candidate value: who the leader is, for people reading `inspect` or `observe`. */
+export const defaultCandidateValue = (): string => `${hostname()}:${process.pid}`;
+
+/** `leasehold elect NAME -- CMD...` */
+export function runAsLeader(
+  name: string,
+  flags: HoldFlags,
+  command: readonly string[],
+  io: Io,
+): Promise<number> {
+  const settings = holdSettings(flags, command);
+  const { timeoutMs, value } = settings;
+  return underHold(
+    {
+      noun: 'election',
+      prefix: (client) => client.electionPrefix,
+      first: (client, n) => client.leader(n),
+      what: (n) => `leadership of "${printable(n)}"`,
+      async take(client, session, signal) {
+        try {
+          return await client.campaign(name, value ?? defaultCandidateValue(), {
+            session,
+            signal,
+            ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          });
+        } catch (err) {
+          if (!isCampaignTimeoutError(err)) throw err;
+          throw new CliError(
+            `election "${printable(name)}" was not won within ${timeoutMs} ms (--wait-timeout)`,
+            exitCodes.timeout,
+            { cause: err },
+          );
+        }
+      },
+      env: (hold) => ({
+        LEASEHOLD_TOKEN: hold.token.toString(),
+        LEASEHOLD_ELECTION_KEY: hold.key,
+        LEASEHOLD_LEASE_ID: leaseHex(hold.session.leaseId),
+      }),
+    },
+    name,
+    flags,
+    settings,
+    command,
+    io,
+  );
+}

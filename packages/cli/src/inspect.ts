@@ -1,0 +1,300 @@
+/**
+ * `leasehold inspect`: every lock (holder, value, token, lease TTL left, waiters in order) and
+ * every election (leader, value, candidates in order) under the prefixes, as a table on a
+ * terminal or as JSON.
+ *
+ * The report is built from sections. Locks and elections are the two there are; scheduled jobs
+ * of @leasehold/cron (last fires, outcome, next fire) are meant to be a third: implement
+ * {@link InspectSection} over cron's claim keys and add it to {@link SECTIONS}. The JSON report
+ * then gains a property named after the section's `key`, and the table a block of its own;
+ * nothing else here changes.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Leasehold } from '@leasehold/core';
+import { Etcd3, type IOptions } from 'etcd3';
+import { connectOptions, connectWith, type ConnectionFlags } from './connection.js';
+import { CliError, exitCodes } from './exit-codes.js';
+import { formatDuration, printable, quotedValue, table, toJson } from './format.js';
+import { leaseHex, parseQueueKey } from './keys.js';
+import { parseDurationMs } from './parse.js';
+import { inQueueOrder, readPrefix, type Entry } from './read.js';
+import { Signals } from './signals.js';
+
+export interface InspectFlags extends ConnectionFlags {
+  prefix?: string;
+  watch?: boolean;
+  json?: boolean;
+  table?: boolean;
+  interval?: string;
+}
+
+/** A key in a queue, with the time its lease has left. */
+export interface Member {
+  key: string;
+  value: string;
+  token: bigint;
+  /** Lowercase hex, as in the key; `"0"` for a key without a lease. */
+  leaseId: string;
+  /** Seconds the lease has left as etcd says; -1 if it no longer exists; null without a lease. */
+  ttlSeconds: number | null;
+}
+
+/** A lock or an election: who is first, and who waits behind, in order. */
+export interface Queue {
+  name: string;
+  first: Member;
+  behind: Member[];
+}
+
+/** What a section reads with. */
+export interface InspectContext {
+  client: Leasehold;
+  /** Only names starting with this (`--prefix`). */
+  namePrefix: string;
+  /** Seconds left of each lease (decimal id → TTL), read once per report. */
+  ttlOf(leaseIds: readonly bigint[]): Promise<Map<bigint, number>>;
+}
+
+export interface InspectSection<T = unknown> {
+  /** The property of the JSON report. */
+  key: string;
+  read(context: InspectContext): Promise<T>;
+  /** JSON-ready form (bigints become decimal strings on their own). */
+  json(data: T): unknown;
+  /** Lines of the table. */
+  render(data: T): string[];
+}
+
+/** Groups the keys under `prefix` into queues, in name order, each in create-revision order. */
+export function queues(prefix: string, entries: Entry[], namePrefix = ''): Map<string, Entry[]> {
+  const byName = new Map<string, Entry[]>();
+  for (const entry of entries) {
+    const parsed = parseQueueKey(prefix, entry.key);
+    if (parsed === undefined || !parsed.name.startsWith(namePrefix)) continue;
+    const list = byName.get(parsed.name) ?? [];
+    list.push(entry);
+    byName.set(parsed.name, list);
+  }
+  const sorted = [...byName.keys()].sort();
+  return new Map(sorted.map((name) => [name, inQueueOrder(byName.get(name)!)]));
+}
+
+async function readQueues(context: InspectContext, prefix: string): Promise<Queue[]> {
+  const { entries } = await readPrefix(context.client, prefix);
+  const grouped = queues(prefix, entries, context.namePrefix);
+  const ttls = await context.ttlOf([...new Set(entries.map((e) => e.leaseId))]);
+  const member = (e: Entry): Member => ({
+    key: e.key,
+    value: e.value,
+    token: e.token,
+    leaseId: leaseHex(e.leaseId),
+    ttlSeconds: e.leaseId === 0n ? null : (ttls.get(e.leaseId) ?? -1),
+  });
+  return [...grouped].map(([name, list]) => ({
+    name,
+    first: member(list[0]!),
+    behind: list.slice(1).map(member),
+  }));
+}
+
+const ttlText = (ttl: number | null) =>
+  ttl === null ? 'none' : ttl < 0 ? 'expired' : formatDuration(ttl * 1000);
+
+/** Table lines for a list of queues. */
+export function renderQueues(
+  title: string,
+  prefix: string,
+  firstHeading: string,
+  list: readonly Queue[],
+): string[] {
+  if (list.length === 0) return [`${title}: none under ${prefix}`];
+  const rows: string[][] = [['NAME', firstHeading, 'TOKEN', 'LEASE', 'TTL', 'WAITING']];
+  for (const q of list) {
+    const m = q.first;
+    rows.push([
+      printable(q.name),
+      quotedValue(m.value),
+      m.token.toString(),
+      m.leaseId,
+      ttlText(m.ttlSeconds),
+      String(q.behind.length),
+    ]);
+    q.behind.forEach((w, i) => {
+      rows.push([
+        `  #${i + 1}`,
+        quotedValue(w.value),
+        w.token.toString(),
+        w.leaseId,
+        ttlText(w.ttlSeconds),
+        '',
+      ]);
+    });
+  }
+  return [`${title} under ${prefix}`, ...table(rows)];
+}
+
+const memberJson = (m: Member) => ({ ...m });
+
+export const locksSection: InspectSection<{ prefix: string; list: Queue[] }> = {
+  key: 'locks',
+  async read(context) {
+    const prefix = context.client.lockPrefix;
+    return { prefix, list: await readQueues(context, prefix) };
+  },
+  json: ({ list }) =>
+    list.map((q) => ({
+      name: q.name,
+      holder: memberJson(q.first),
+      waiters: q.behind.map(memberJson),
+    })),
+  render: ({ prefix, list }) => renderQueues('LOCKS', prefix, 'HOLDER', list),
+};
+
+export const electionsSection: InspectSection<{ prefix: string; list: Queue[] }> = {
+  key: 'elections',
+  async read(context) {
+    const prefix = context.client.electionPrefix;
+    return { prefix, list: await readQueues(context, prefix) };
+  },
+  json: ({ list }) =>
+    list.map((q) => ({
+      name: q.name,
+      leader: memberJson(q.first),
+      candidates: q.behind.map(memberJson),
+    })),
+  render: ({ prefix, list }) => renderQueues('ELECTIONS', prefix, 'LEADER', list),
+};
+
+/** The report's sections, in order. @leasehold/cron's section goes here when it lands. */
+export const SECTIONS: InspectSection<never>[] = [
+  locksSection as InspectSection<never>,
+  electionsSection as InspectSection<never>,
+];
+
+/** One report: each section's data, by key. */
+export async function report(
+  context: InspectContext,
+  sections: readonly InspectSection<never>[] = SECTIONS,
+): Promise<{ at: Date; data: Map<InspectSection<never>, unknown> }> {
+  const data = new Map<InspectSection<never>, unknown>();
+  const read = await Promise.all(sections.map((s) => s.read(context)));
+  sections.forEach((s, i) => data.set(s, read[i]));
+  return { at: new Date(), data };
+}
+
+/** The JSON document of a report. */
+export function reportJson(
+  client: Pick<Leasehold, 'lockPrefix' | 'electionPrefix'>,
+  at: Date,
+  data: Map<InspectSection<never>, unknown>,
+): string {
+  const doc: Record<string, unknown> = {
+    time: at.toISOString(),
+    lockPrefix: client.lockPrefix,
+    electionPrefix: client.electionPrefix,
+  };
+  for (const [section, value] of data) doc[section.key] = section.json(value as never);
+  return toJson(doc);
+}
+
+export function reportTable(at: Date, data: Map<InspectSection<never>, unknown>): string {
+  const blocks = [...data].map(([section, value]) => section.render(value as never).join('\n'));
+  return `${blocks.join('\n\n')}\n`;
+}
+
+/**
+ * Lease TTLs through an etcd3 client of the CLI's own: the SDK reads keys for us (`kvCall`) but
+ * exposes no lease calls. Same endpoints, TLS and credentials as the SDK's connection.
+ */
+function leaseReader(flags: ConnectionFlags, callTimeoutMs: number) {
+  let etcd: Etcd3 | undefined;
+  const open = () => {
+    const options = connectOptions(flags);
+    const hosts = (
+      typeof options.endpoints === 'string' ? options.endpoints.split(',') : [...options.endpoints]
+    ).map((h) => (h.includes('://') ? h.trim() : `http://${h.trim()}`));
+    const etcdOptions: IOptions = { hosts };
+    if (options.tls) {
+      etcdOptions.credentials = {
+        rootCertificate: Buffer.from(options.tls.caCert),
+        ...(options.tls.clientKey ? { privateKey: Buffer.from(options.tls.clientKey) } : {}),
+        ...(options.tls.clientCert ? { certChain: Buffer.from(options.tls.clientCert) } : {}),
+      };
+    }
+    if (options.auth) etcdOptions.auth = { ...options.auth };
+    return new Etcd3(etcdOptions);
+  };
+  return {
+    async ttlOf(ids: readonly bigint[]): Promise<Map<bigint, number>> {
+      const out = new Map<bigint, number>();
+      const live = ids.filter((id) => id !== 0n);
+      if (live.length === 0) return out;
+      etcd ??= open();
+      const client = etcd;
+      // A few at a time: a large keyspace must not open thousands of calls at once.
+      for (let i = 0; i < live.length; i += 16) {
+        await Promise.all(
+          live.slice(i, i + 16).map(async (id) => {
+            try {
+              const res = await client.leaseClient.leaseTimeToLive(
+                { ID: id.toString() },
+                { deadline: Date.now() + callTimeoutMs },
+              );
+              out.set(id, Number(res.TTL));
+            } catch (err) {
+              throw new CliError(
+                `etcd lease time-to-live of ${leaseHex(id)} failed: ${(err as Error).message}`,
+                exitCodes.unavailable,
+                { cause: err },
+              );
+            }
+          }),
+        );
+      }
+      return out;
+    },
+    close: () => etcd?.close(),
+  };
+}
+
+export async function inspect(
+  flags: InspectFlags,
+  out: NodeJS.WriteStream,
+  write: (text: string) => Promise<void>,
+): Promise<number> {
+  const intervalMs =
+    flags.interval === undefined ? 1_000 : parseDurationMs('--interval', flags.interval);
+  const asTable = flags.table === true || (flags.json !== true && out.isTTY === true);
+  if (flags.table && flags.json) {
+    throw new CliError('--json and --table exclude each other: choose one', exitCodes.usage);
+  }
+  using signals = new Signals({ ignoreStop: false, quietStop: true });
+  const client = await connectWith(flags, { signal: signals.interrupted });
+  const leases = leaseReader(flags, connectOptions(flags).callTimeoutMs ?? 5_000);
+  const context: InspectContext = {
+    client,
+    namePrefix: flags.prefix ?? '',
+    ttlOf: (ids) => leases.ttlOf(ids),
+  };
+  try {
+    for (;;) {
+      const { at, data } = await report(context);
+      if (!asTable) await write(`${reportJson(client, at, data)}\n`);
+      else if (flags.watch && out.isTTY) {
+        // Home, clear, then the report: redrawn in place.
+        await write(
+          `\x1b[H\x1b[2J${at.toISOString()}  (every ${formatDuration(intervalMs)}; Ctrl-C to stop)\n\n${reportTable(at, data)}`,
+        );
+      } else
+        await write(
+          `${flags.watch ? `${at.toISOString()}\n` : ''}${reportTable(at, data)}${flags.watch ? '\n' : ''}`,
+        );
+      if (!flags.watch) return exitCodes.ok;
+      await sleep(intervalMs, undefined, { signal: signals.interrupted }).catch(() => {});
+      signals.interrupted.throwIfAborted();
+    }
+  } finally {
+    leases.close();
+    await client.close();
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Flag values as numbers. Strict: `10s`, `1e3`, `0x10` or `12abc` are rejected rather than
+ * half-read, and each message names the flag and what it accepts.
+ */
+import { MAX_TTL_SECONDS, MAX_VALUE_BYTES, MIN_TTL_SECONDS } from '@leasehold/core';
+import { usageError } from './exit-codes.js';
+
+/** Timers in Node fire at once for longer delays; every duration flag stays below it. */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+
+function wholeNumber(text: string): number | undefined {
+  return /^\d+$/.test(text.trim()) ? Number(text.trim()) : undefined;
+}
+
+/** A positive whole number of milliseconds, at most {@link MAX_DURATION_MS} (about 24.8 days). */
+export function parseDurationMs(flag: string, text: string): number {
+  const n = wholeNumber(text);
+  if (n === undefined || n < 1 || n > MAX_DURATION_MS) {
+    throw usageError(
+      `${flag} must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}
+
+/** Like {@link parseDurationMs} but 0 is allowed (`--grace 0`: SIGKILL at once). */
+export function parseGraceMs(flag: string, text: string): number {
+  const n = wholeNumber(text);
+  if (n === undefined || n > MAX_DURATION_MS) {
+    throw usageError(
+      `${flag} must be a whole number of milliseconds from 0 to ${MAX_DURATION_MS}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}
+
+/** A lease TTL: whole seconds within etcd's limits (core's MIN_TTL_SECONDS..MAX_TTL_SECONDS). */
+export function parseTtlSeconds(flag: string, text: string): number {
+  const n = wholeNumber(text);
+  if (n === undefined || n < MIN_TTL_SECONDS || n > MAX_TTL_SECONDS) {
+    throw usageError(
+      `${flag} must be a whole number of seconds from ${MIN_TTL_SECONDS} (etcd's minimum) to ${MAX_TTL_SECONDS}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}
+
+/** A holder or candidate value: at most core's MAX_VALUE_BYTES of UTF-8. */
+export function parseValue(flag: string, text: string): string {
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_VALUE_BYTES) {
+    throw usageError(`${flag} must be at most ${MAX_VALUE_BYTES} bytes of UTF-8, got ${bytes}`);
+  }
+  return text;
+}

@@ -1,0 +1,315 @@
+/**
+ * The key layout and the transactions of a claim. Pure: requests are built and answers read
+ * here, and sent elsewhere.
+ *
+ * For a job `j` under `prefix` (the job name escaped so `jobs` and `jobs/a` never share a range),
+ * and a fire at instant `F` (ISO 8601, UTC, so keys sort by fire time):
+ *
+ * - `<prefix>j/fire/F`, the **record**: on a retention lease of its own, so it stays after the
+ *   run (and after its runner is gone) for the job's `retentionSeconds`. It says who claimed the
+ *   fire and, once known, the outcome. Any replica that reaches `F` later finds it and does not
+ *   run the fire again.
+ * - `<prefix>j/claim/F`, the **claim**: on the runner's lease. It exists while the runner is
+ *   alive and running `F`; a record that says "running" without its claim means the runner died.
+ * - `<prefix>j/running`, the **running marker** (only with `overlap: 'skip'`): on the runner's
+ *   lease, while a fire of `j` runs anywhere.
+ *
+ * The claim is ONE transaction: if the record does not exist (and, for `overlap: 'skip'`, the
+ * marker does not either), create the record, the claim and the marker. All three then have the
+ * transaction's revision as create revision: the run's fencing token, larger than any token
+ * issued before in the cluster.
+ */
+import type { kvCall } from '@leasehold/core/internal';
+import type { Attempt } from './fires.js';
+import { fireId } from './fires.js';
+import { encodeJob, limits, type OverlapPolicy } from './options.js';
+
+type Kv = Parameters<Parameters<typeof kvCall>[2]>[0];
+export type TxnRequest = Parameters<Kv['txn']>[0];
+export type TxnResponse = Awaited<ReturnType<Kv['txn']>>;
+export type RangeRequest = Parameters<Kv['range']>[0];
+export type RangeResponse = Awaited<ReturnType<Kv['range']>>;
+type KeyValue = RangeResponse['kvs'][number];
+
+/** How a run ended. `'completed'` is node-cron's: it does not tell its coordinator which. */
+export type RunOutcome = 'ok' | 'error' | 'timed-out' | 'lost' | 'stopped' | 'completed';
+
+/** A fire's record as stored (JSON). Tokens are not stored: they are create revisions. */
+export interface FireRecord {
+  v: 1;
+  job: string;
+  fireTime: string;
+  /** Who claimed it: the scheduler's `runner` (default `hostname:pid`). */
+  runner: string;
+  /** The claiming scheduler instance (random): tells its own claim from another's on a retry. */
+  instance: string;
+  attempt: Attempt;
+  /** Wall-clock time of the claim, by the claimer's clock. */
+  claimedAt: string;
+  state: 'running' | 'finished';
+  outcome?: RunOutcome;
+  durationMs?: number;
+  error?: string;
+}
+
+/** Where one job's keys live. */
+export interface JobKeys {
+  record(fireMs: number): string;
+  claim(fireMs: number): string;
+  readonly running: string;
+  /** `[start, end)` of the job's records. */
+  readonly records: readonly [string, string];
+  /** `[start, end)` of the job's claims. */
+  readonly claims: readonly [string, string];
+}
+
+export function jobKeys(prefix: string, job: string): JobKeys {
+  const base = `${prefix}${encodeJob(job)}/`;
+  // '0' follows '/' in byte order: `<base>fire0` ends the range of `<base>fire/...`.
+  return {
+    record: (fireMs) => `${base}fire/${fireId(fireMs)}`,
+    claim: (fireMs) => `${base}claim/${fireId(fireMs)}`,
+    running: `${base}running`,
+    records: [`${base}fire/`, `${base}fire0`],
+    claims: [`${base}claim/`, `${base}claim0`],
+  };
+}
+
+const b = (s: string) => Buffer.from(s);
+const absent = (key: string) =>
+  ({ key: b(key), target: 'Create', result: 'Equal', create_revision: '0' }) as const;
+const createdAt = (key: string, revision: bigint) =>
+  ({
+    key: b(key),
+    target: 'Create',
+    result: 'Equal',
+    create_revision: revision.toString(),
+  }) as const;
+
+export function encodeRecord(record: FireRecord): Buffer {
+  return b(JSON.stringify(record));
+}
+
+/** A record's value, or `undefined` if it is not one of ours (written by something else). */
+export function decodeRecord(value: Buffer | undefined): FireRecord | undefined {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(value.toString()) as Partial<FireRecord>;
+    if (parsed?.v === 1 && typeof parsed.runner === 'string' && typeof parsed.state === 'string') {
+      return parsed as FireRecord;
+    }
+  } catch {
+    // not JSON: someone else's key
+  }
+  return undefined;
+}
+
+/** An error message as kept in a record: short enough for a key that travels on every read. */
+export function recordError(error: unknown): string | undefined {
+  if (error === undefined) return undefined;
+  let text: string;
+  if (error instanceof Error) text = `${error.name}: ${error.message}`;
+  else if (typeof error === 'string') text = error;
+  else {
+    try {
+      text = JSON.stringify(error) ?? typeof error;
+    } catch {
+      text = typeof error;
+    }
+  }
+  return text.length > limits.maxErrorChars ? `${text.slice(0, limits.maxErrorChars)}…` : text;
+}
+
+export interface ClaimInput {
+  keys: JobKeys;
+  fireMs: number;
+  overlap: OverlapPolicy;
+  /** The runner's lease: claim and marker live and die with it. */
+  runnerLease: bigint;
+  /** The retention lease the record goes on. */
+  retentionLease: string;
+  /** The record to create, `state: 'running'`. */
+  record: FireRecord;
+}
+
+/**
+ * The claim transaction. Safe to send again after an unknown outcome: if the first one landed,
+ * the second finds the record with this scheduler's `instance` and adopts it (see
+ * {@link readClaim}), as a mutex acquire adopts its own key.
+ *
+ * With `overlap: 'skip'`, a fire that finds the running marker (and no record) is skipped by
+ * this replica only, and nothing is written: a replica whose clock runs ahead reaches a fire
+ * while the run of an earlier fire is still going (on time, on another replica), and must not
+ * make every replica skip it. A replica that reaches the fire once no run is going claims it.
+ */
+export function claimRequest(input: ClaimInput): TxnRequest {
+  const { keys, fireMs, overlap, runnerLease, retentionLease, record } = input;
+  const recordKey = keys.record(fireMs);
+  const lease = runnerLease.toString();
+  const writes: NonNullable<TxnRequest['success']> = [
+    { request_put: { key: b(recordKey), value: encodeRecord(record), lease: retentionLease } },
+    { request_put: { key: b(keys.claim(fireMs)), value: b(record.runner), lease } },
+  ];
+  if (overlap === 'allow') {
+    return {
+      compare: [absent(recordKey)],
+      success: writes,
+      failure: [{ request_range: { key: b(recordKey) } }],
+    };
+  }
+  const marker = { fireTime: record.fireTime, runner: record.runner };
+  writes.push({ request_put: { key: b(keys.running), value: b(JSON.stringify(marker)), lease } });
+  return {
+    compare: [absent(recordKey), absent(keys.running)],
+    success: writes,
+    failure: [
+      { request_range: { key: b(recordKey) } },
+      { request_range: { key: b(keys.running) } },
+    ],
+  };
+}
+
+/** Who holds a fire (or the running marker) when a claim did not get it. */
+export interface Holder {
+  runner: string | undefined;
+  /** The create revision of the record (or marker): the holder's token. */
+  token: bigint | undefined;
+  fireTime: string | undefined;
+}
+
+export type ClaimResult =
+  | { kind: 'claimed'; token: bigint; adopted: boolean }
+  | { kind: 'claimed-elsewhere'; holder: Holder }
+  | { kind: 'overlap'; holder: Holder };
+
+function holderOf(kv: KeyValue | undefined): Holder {
+  let parsed: { runner?: unknown; fireTime?: unknown } | undefined;
+  try {
+    parsed = kv ? (JSON.parse(kv.value.toString()) as typeof parsed) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return {
+    runner: typeof parsed?.runner === 'string' ? parsed.runner : undefined,
+    token: kv ? BigInt(kv.create_revision) : undefined,
+    fireTime: typeof parsed?.fireTime === 'string' ? parsed.fireTime : undefined,
+  };
+}
+
+/** Reads the answer to {@link claimRequest}. `instance` is this scheduler's own. */
+export function readClaim(res: TxnResponse, instance: string): ClaimResult {
+  if (res.succeeded) return { kind: 'claimed', token: BigInt(res.header.revision), adopted: false };
+  const kv = res.responses[0]?.response_range.kvs[0];
+  if (!kv) {
+    // No record, so the running marker made the claim fail: a run of the job is going.
+    return { kind: 'overlap', holder: holderOf(res.responses[1]?.response_range.kvs[0]) };
+  }
+  const record = decodeRecord(kv.value);
+  if (record?.instance === instance && record.state === 'running') {
+    // An earlier attempt of this same claim landed (its answer was lost): it is ours.
+    return { kind: 'claimed', token: BigInt(kv.create_revision), adopted: true };
+  }
+  return { kind: 'claimed-elsewhere', holder: holderOf(kv) };
+}
+
+export interface FinishInput {
+  keys: JobKeys;
+  fireMs: number;
+  token: bigint;
+  overlap: OverlapPolicy;
+  record: FireRecord;
+}
+
+/**
+ * Records how a run ended and ends its claim, in one transaction guarded by the record's create
+ * revision (the token), so it never touches a later record of the same key. The record keeps its
+ * retention lease (`ignore_lease`); the claim is deleted, and the running marker only if it is
+ * still this run's. Idempotent: safe to send again.
+ */
+export function finishRequest(input: FinishInput): TxnRequest {
+  const { keys, fireMs, token, overlap, record } = input;
+  const success: NonNullable<TxnRequest['success']> = [
+    {
+      request_put: {
+        key: b(keys.record(fireMs)),
+        value: encodeRecord(record),
+        ignore_lease: true,
+      },
+    },
+    { request_delete_range: { key: b(keys.claim(fireMs)) } },
+  ];
+  if (overlap === 'skip') {
+    success.push({
+      request_txn: {
+        compare: [createdAt(keys.running, token)],
+        success: [{ request_delete_range: { key: b(keys.running) } }],
+        failure: [],
+      },
+    });
+  }
+  return { compare: [createdAt(keys.record(fireMs), token)], success, failure: [] };
+}
+
+/** One fire as `history()` reports it. */
+export interface HistoryEntry {
+  job: string;
+  fireTime: Date;
+  /** The claim's token (the record's create revision). */
+  token: bigint;
+  runner: string;
+  attempt: Attempt;
+  claimedAt: Date;
+  /**
+   * `'running'` while its runner is alive and running it; a run's outcome once it ended;
+   * `'lost'` also when its runner died without recording one.
+   */
+  outcome: RunOutcome | 'running';
+  durationMs?: number;
+  error?: string;
+}
+
+/** A read of a job's newest records and of its live claims, at one revision. */
+export function historyRequest(keys: JobKeys, limit: number): TxnRequest {
+  return {
+    compare: [],
+    success: [
+      {
+        request_range: {
+          key: b(keys.records[0]),
+          range_end: b(keys.records[1]),
+          sort_order: 'Descend',
+          sort_target: 'Key',
+          limit,
+        },
+      },
+      { request_range: { key: b(keys.claims[0]), range_end: b(keys.claims[1]), keys_only: true } },
+    ],
+    failure: [],
+  };
+}
+
+export function readHistory(res: TxnResponse, keys: JobKeys, job: string): HistoryEntry[] {
+  const records = res.responses[0]?.response_range.kvs ?? [];
+  const live = new Set((res.responses[1]?.response_range.kvs ?? []).map((kv) => kv.key.toString()));
+  const entries: HistoryEntry[] = [];
+  for (const kv of records) {
+    const record = decodeRecord(kv.value);
+    if (!record) continue;
+    const fireTime = new Date(record.fireTime);
+    let outcome: HistoryEntry['outcome'];
+    if (record.state === 'finished') outcome = record.outcome ?? 'completed';
+    else outcome = live.has(keys.claim(fireTime.getTime())) ? 'running' : 'lost';
+    entries.push({
+      job,
+      fireTime,
+      token: BigInt(kv.create_revision),
+      runner: record.runner,
+      attempt: record.attempt,
+      claimedAt: new Date(record.claimedAt),
+      outcome,
+      ...(record.durationMs === undefined ? {} : { durationMs: record.durationMs }),
+      ...(record.error === undefined ? {} : { error: record.error }),
+    });
+  }
+  return entries;
+}

@@ -1,0 +1,67 @@
+import type { Leasehold } from '@leasehold/core';
+import { describe, expect, it } from 'vitest';
+import { leaseholdRunCoordinator, parseCoordinatorKey } from './coordinator.js';
+import { isInvalidArgumentError } from './errors.js';
+
+const fakeClient = {
+  sharedSession: () => Promise.reject(new Error('unused')),
+} as unknown as Leasehold;
+
+function rejects(fn: () => unknown, ...parts: string[]) {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  expect(isInvalidArgumentError(caught), String(caught)).toBe(true);
+  for (const part of parts) expect((caught as Error).message).toContain(part);
+}
+
+describe('parseCoordinatorKey', () => {
+  it("splits node-cron's '<name>:<slot ISO>' key, also for names with colons", () => {
+    expect(parseCoordinatorKey('report:2025-01-01T00:00:00.000Z')).toEqual({
+      name: 'report',
+      fireMs: Date.parse('2025-01-01T00:00:00.000Z'),
+    });
+    expect(parseCoordinatorKey('billing:eu:2025-01-01T10:30:00.000Z').name).toBe('billing:eu');
+  });
+
+  it('rejects anything else', () => {
+    rejects(() => parseCoordinatorKey('report'), 'key must be', '"report"');
+    rejects(() => parseCoordinatorKey(':2025-01-01T00:00:00.000Z'), 'key must be');
+    rejects(() => parseCoordinatorKey('r:2025-13-01T00:00:00.000Z'), 'key must be');
+    rejects(() => parseCoordinatorKey(undefined), 'key must be');
+  });
+});
+
+describe('leaseholdRunCoordinator', () => {
+  it('has the shape node-cron 4 calls', () => {
+    const c = leaseholdRunCoordinator(fakeClient);
+    expect(typeof c.shouldRun).toBe('function');
+    expect(typeof c.onComplete).toBe('function');
+    expect(c.claimOf('report', new Date())).toBeUndefined();
+  });
+
+  it('rejects bad options and a bad client', () => {
+    rejects(() => leaseholdRunCoordinator({} as Leasehold), 'client must be');
+    rejects(
+      () => leaseholdRunCoordinator(fakeClient, { overlap: 'never' as 'skip' }),
+      'options.overlap',
+    );
+    rejects(() => leaseholdRunCoordinator(fakeClient, { retentionSeconds: 1 }), 'retentionSeconds');
+    rejects(() => leaseholdRunCoordinator(fakeClient, { prefix: '' }), 'prefix');
+    rejects(
+      () => leaseholdRunCoordinator(fakeClient, { ttl: 5 } as never),
+      'options.ttl is not an option',
+    );
+  });
+
+  it('rejects a bad key or ttl from shouldRun before any I/O', async () => {
+    const c = leaseholdRunCoordinator(fakeClient);
+    await expect(c.shouldRun('nope', 1000)).rejects.toSatisfy(isInvalidArgumentError);
+    await expect(c.shouldRun('r:2025-01-01T00:00:00.000Z', 0)).rejects.toSatisfy(
+      isInvalidArgumentError,
+    );
+  });
+});

@@ -1,0 +1,226 @@
+/**
+ * A node-cron 4.x `RunCoordinator` backed by leasehold's claims. node-cron calls, for each fire
+ * of a task with `distributed: true`, `shouldRun('<task name>:<fire slot ISO time>', ttlMs)` and
+ * runs the task only if it resolves `true`, then `onComplete(key)`. Here `shouldRun` is the same
+ * claim transaction the scheduler makes (job = task name, fire = the slot), so each fire runs on
+ * one instance, and `onComplete` records the run and ends the claim while the record stays.
+ */
+import { hostname } from 'node:os';
+import type { Leasehold, Session } from '@leasehold/core';
+import type { HistoryEntry } from './claims.js';
+import { jobKeys } from './claims.js';
+import { Claimer, type Claim } from './claimer.js';
+import { InvalidArgumentError } from './errors.js';
+import { Listeners, type ErrorEvent } from './events.js';
+import {
+  defaults,
+  encodeJob,
+  invalid,
+  limits,
+  validatePrefix,
+  type OverlapPolicy,
+} from './options.js';
+
+/** The shape node-cron 4.x expects (its own `RunCoordinator` type, restated: no node-cron types). */
+export interface RunCoordinator {
+  shouldRun(key: string, ttlMs: number): boolean | Promise<boolean>;
+  onComplete?(key: string): void | Promise<void>;
+}
+
+export interface RunCoordinatorOptions {
+  /** Key prefix of claims and records; the scheduler's default. Default `/leasehold/cron/`. */
+  prefix?: string;
+  /** The runner's lease. Default: the client's shared session. */
+  session?: Session;
+  /** The name recorded as runner. Default `hostname:pid`. */
+  runner?: string;
+  /**
+   * `'allow'` (default, as node-cron's own default): fires of a task may run at once on different
+   * instances. `'skip'`: a fire is refused while the task's previous fire runs on any instance.
+   */
+  overlap?: OverlapPolicy;
+  /**
+   * How long each fire's record is kept, in whole seconds; at least node-cron's `ttlMs`
+   * (`distributedLease`) in any case. Default 86400.
+   */
+  retentionSeconds?: number;
+}
+
+/** A claim this instance holds for a fire it is running. */
+export interface CoordinatedClaim {
+  /** The claim's fencing token: pass it with the task's writes to a fenced store. */
+  token: bigint;
+  /** The runner's lease signal: aborts when the lease is lost. */
+  signal: AbortSignal;
+}
+
+export interface LeaseholdRunCoordinator extends RunCoordinator {
+  shouldRun(key: string, ttlMs: number): Promise<boolean>;
+  onComplete(key: string): Promise<void>;
+  /**
+   * The claim this instance holds for task `name`'s fire at `fireTime` (node-cron passes it as
+   * `context.date`), while the task runs; `undefined` otherwise.
+   */
+  claimOf(name: string, fireTime: Date): CoordinatedClaim | undefined;
+  /** The newest records of a task, as `scheduler.history()`. */
+  history(name: string, options?: { limit?: number }): Promise<HistoryEntry[]>;
+  /** A claim or record write failed; without listeners, a process warning (`LEASEHOLD_CRON`). */
+  onError(listener: (event: ErrorEvent) => void): Disposable;
+}
+
+/** `<task name>:<slot as Date.toISOString()>`: node-cron's key (4.6: `${name}:${slot.toISOString()}`). */
+const KEY = /^(.+):(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/;
+
+/** Splits a node-cron coordination key into task name and fire time. */
+export function parseCoordinatorKey(key: unknown): { name: string; fireMs: number } {
+  const match = typeof key === 'string' ? KEY.exec(key) : null;
+  const fireMs = match ? Date.parse(match[2]!) : NaN;
+  if (!match || !Number.isFinite(fireMs)) {
+    throw invalid(
+      'key',
+      "node-cron's coordination key '<task name>:<fire slot as ISO 8601 UTC>', e.g. 'report:2025-01-01T00:00:00.000Z'",
+      key,
+    );
+  }
+  encodeJob(match[1], 'task name');
+  return { name: match[1]!, fireMs };
+}
+
+/**
+ * A node-cron 4.x `RunCoordinator` on leasehold's claims: one line moves a node-cron
+ * `distributed: true` task onto etcd (`cron.setRunCoordinator(leaseholdRunCoordinator(client))`,
+ * or the task's `runCoordinator` option). Claims are kept, not deleted, when a run completes:
+ * an instance whose clock lags finds the record and does not run the fire again.
+ */
+export function leaseholdRunCoordinator(
+  client: Leasehold,
+  options: RunCoordinatorOptions = {},
+): LeaseholdRunCoordinator {
+  if (
+    typeof client !== 'object' ||
+    client === null ||
+    typeof (client as Partial<Leasehold>).sharedSession !== 'function'
+  ) {
+    throw invalid('client', 'a Leasehold client from connect()', client);
+  }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid('options', 'an object of coordinator options', options);
+  }
+  const allowed = ['prefix', 'session', 'runner', 'overlap', 'retentionSeconds'];
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new InvalidArgumentError(
+        `options.${key} is not an option; allowed: ${allowed.join(', ')}`,
+      );
+    }
+  }
+  const prefix = validatePrefix(options.prefix ?? defaults.prefix);
+  const overlap = options.overlap ?? 'allow';
+  if (overlap !== 'allow' && overlap !== 'skip') {
+    throw invalid('options.overlap', "'allow' or 'skip'", overlap);
+  }
+  const retention = options.retentionSeconds ?? defaults.retentionSeconds;
+  if (
+    !Number.isInteger(retention) ||
+    retention < limits.minRetentionSeconds ||
+    retention > limits.maxRetentionSeconds
+  ) {
+    throw invalid(
+      'options.retentionSeconds',
+      `a whole number of seconds from ${limits.minRetentionSeconds} to ${limits.maxRetentionSeconds}`,
+      retention,
+    );
+  }
+  const runner = options.runner ?? undefined;
+  if (runner !== undefined && (typeof runner !== 'string' || runner === '')) {
+    throw invalid('options.runner', 'a non-empty string', runner);
+  }
+  const session = options.session;
+  const claimer = new Claimer(client, runner ?? `${hostname()}:${process.pid}`, () => new Date());
+  const errors = new Listeners<ErrorEvent>();
+  const report = (job: string, fireMs: number | undefined, error: Error) => {
+    const event = { job, error, ...(fireMs === undefined ? {} : { fireTime: new Date(fireMs) }) };
+    if (errors.size > 0) return errors.emit(event);
+    process.emitWarning(
+      `@leasehold/cron coordinator, task ${JSON.stringify(job)}: ${error.message}`,
+      {
+        code: 'LEASEHOLD_CRON',
+      },
+    );
+  };
+  /** Claims asked for or held by this instance, by key: one instance never claims a key twice. */
+  const claims = new Map<
+    string,
+    { claim?: Claim; session?: Session; startedAt: number } | undefined
+  >();
+
+  return {
+    async shouldRun(key, ttlMs) {
+      const { name, fireMs } = parseCoordinatorKey(key);
+      if (typeof ttlMs !== 'number' || !(ttlMs > 0) || !Number.isFinite(ttlMs)) {
+        throw invalid('ttlMs', 'a positive, finite number of milliseconds', ttlMs);
+      }
+      if (claims.has(key)) return false;
+      claims.set(key, undefined);
+      try {
+        const runnerSession = session ?? (await client.sharedSession());
+        runnerSession.throwIfLost();
+        const { claim } = await claimer.claim({
+          job: name,
+          keys: jobKeys(prefix, name),
+          fireMs,
+          attempt: 'scheduled',
+          overlap,
+          retentionSeconds: Math.max(retention, Math.ceil(ttlMs / 1000)),
+          session: runnerSession,
+        });
+        if (!claim) {
+          claims.delete(key);
+          return false;
+        }
+        claims.set(key, { claim, session: runnerSession, startedAt: performance.now() });
+        return true;
+      } catch (err) {
+        claims.delete(key);
+        // node-cron fails closed on a throw: the fire is skipped on this instance.
+        report(name, fireMs, err as Error);
+        throw err;
+      }
+    },
+
+    async onComplete(key) {
+      const held = claims.get(key);
+      if (!held?.claim) return;
+      claims.delete(key);
+      const { name, fireMs } = parseCoordinatorKey(key);
+      const lost = held.session?.signal.aborted === true;
+      await claimer.finish(
+        held.claim,
+        { outcome: lost ? 'lost' : 'completed', durationMs: performance.now() - held.startedAt },
+        (err) => report(name, fireMs, err),
+      );
+    },
+
+    claimOf(name, fireTime) {
+      if (!(fireTime instanceof Date) || !Number.isFinite(fireTime.getTime())) {
+        throw invalid('fireTime', 'a valid Date (node-cron passes it as context.date)', fireTime);
+      }
+      const held = claims.get(`${name}:${fireTime.toISOString()}`);
+      return held?.claim && held.session
+        ? { token: held.claim.token, signal: held.session.signal }
+        : undefined;
+    },
+
+    async history(name, historyOptions = {}) {
+      const limit = historyOptions.limit ?? defaults.historyLimit;
+      if (!Number.isInteger(limit) || limit < 1 || limit > limits.maxHistoryLimit) {
+        throw invalid('options.limit', `a whole number from 1 to ${limits.maxHistoryLimit}`, limit);
+      }
+      return claimer.history(name, jobKeys(prefix, name), limit);
+    },
+
+    onError(listener) {
+      return errors.add(listener);
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * Every error `@leasehold/cron` throws (or puts on a run's `signal`) extends {@link CronError}: a
+ * stable `code`, a `name` equal to its class name, and the underlying failure as `cause`.
+ *
+ * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
+ * `Symbol.for`, so they keep working when two copies of the package are installed. The brand is
+ * this package's own; errors of `@leasehold/core` that pass through (an unreachable etcd, a lost
+ * lease) keep theirs and answer to core's guards.
+ */
+const BRAND = Symbol.for('leasehold.cron.error');
+
+export type CronErrorCode = 'INVALID_ARGUMENT' | 'SCHEDULER_STOPPED' | 'MAX_RUN_TIME';
+
+export class CronError extends Error {
+  declare readonly code: CronErrorCode;
+
+  constructor(code: CronErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    Object.defineProperty(this, 'code', { value: code, enumerable: true });
+    Object.defineProperty(this, BRAND, { value: code });
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input: the message names the value and what is allowed. Thrown where the call is made. */
+export class InvalidArgumentError extends CronError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INVALID_ARGUMENT', message, options);
+  }
+}
+
+/**
+ * The scheduler was stopped: `schedule()` after `stop()` throws it, and it is the reason on the
+ * `signal` of every run that was still going when `stop()` was called.
+ */
+export class SchedulerStoppedError extends CronError {
+  constructor() {
+    super('SCHEDULER_STOPPED', 'the scheduler was stopped; create a new one to schedule again');
+  }
+}
+
+/** The reason on a run's `signal` when the run passed its job's `maxRunMs`. */
+export class MaxRunTimeError extends CronError {
+  constructor(
+    readonly job: string,
+    readonly fireTime: Date,
+    readonly maxRunMs: number,
+  ) {
+    super(
+      'MAX_RUN_TIME',
+      `the run of job ${JSON.stringify(job)} for the fire at ${fireTime.toISOString()} passed maxRunMs (${maxRunMs} ms)`,
+    );
+  }
+}
+
+function hasCode(err: unknown, code?: CronErrorCode): boolean {
+  if (typeof err !== 'object' || err === null || !(BRAND in err)) return false;
+  return code === undefined || (err as Record<symbol, unknown>)[BRAND] === code;
+}
+
+export const isCronError = (err: unknown): err is CronError => hasCode(err);
+export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
+  hasCode(err, 'INVALID_ARGUMENT');
+export const isSchedulerStoppedError = (err: unknown): err is SchedulerStoppedError =>
+  hasCode(err, 'SCHEDULER_STOPPED');
+export const isMaxRunTimeError = (err: unknown): err is MaxRunTimeError =>
+  hasCode(err, 'MAX_RUN_TIME');

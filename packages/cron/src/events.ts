@@ -1,0 +1,85 @@
+import type { Attempt } from './fires.js';
+import type { Holder, RunOutcome } from './claims.js';
+import { invalid } from './options.js';
+
+/**
+ * Typed listeners for one event. A listener that throws is reported with `process.emitWarning`
+ * (code `LEASEHOLD_LISTENER_ERROR`) and skipped; it never stops the others or the scheduler.
+ */
+export class Listeners<T> {
+  readonly #set = new Set<(value: T) => void>();
+
+  add(listener: (value: T) => void): Disposable {
+    if (typeof listener !== 'function') throw invalid('listener', 'a function', listener);
+    const entry = (value: T) => listener(value);
+    this.#set.add(entry);
+    return { [Symbol.dispose]: () => void this.#set.delete(entry) };
+  }
+
+  emit(value: T): void {
+    for (const listener of [...this.#set]) {
+      try {
+        listener(value);
+      } catch (err) {
+        process.emitWarning(
+          `a @leasehold/cron event listener threw; it was skipped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+          { code: 'LEASEHOLD_LISTENER_ERROR' },
+        );
+      }
+    }
+  }
+
+  get size(): number {
+    return this.#set.size;
+  }
+}
+
+/** Every event names the job and the fire. */
+export interface FireEvent {
+  job: string;
+  /** The fire's instant, as the schedule computes it (the same on every replica). */
+  fireTime: Date;
+}
+
+/** This replica claimed a fire: it will run it, with `token`. */
+export interface ClaimedEvent extends FireEvent {
+  token: bigint;
+  attempt: Attempt;
+}
+
+/**
+ * Why this replica did not run a fire:
+ * - `'claimed-elsewhere'`: another replica claimed it (or already ran it): `holder` says who;
+ * - `'overlap'`: with `overlap: 'skip'`, a run of the job was still going (`holder`: that run);
+ * - `'misfire'`: this replica reached the fire too late (`lateToleranceMs`), e.g. after a stall.
+ */
+export type SkipReason = 'claimed-elsewhere' | 'overlap' | 'misfire';
+
+export interface SkippedEvent extends FireEvent {
+  reason: SkipReason;
+  /** Who has the fire (claimed elsewhere) or the running marker (overlap); unknown for misfire. */
+  holder?: Holder;
+}
+
+/** A run started. */
+export type StartedEvent = ClaimedEvent;
+
+/** A run ended; its record was written (or the write failed: see `onError`). */
+export interface FinishedEvent extends ClaimedEvent {
+  durationMs: number;
+  outcome: RunOutcome;
+  /** What the run threw (`'error'`), or the reason its signal aborted. */
+  error?: unknown;
+}
+
+/** The runner's lease was lost while the run was going (or before it could start). */
+export interface LostEvent extends ClaimedEvent {
+  error: Error;
+}
+
+/** Something failed that the scheduler could not hand back to a caller (a claim, a record). */
+export interface ErrorEvent {
+  job: string;
+  fireTime?: Date;
+  error: Error;
+}

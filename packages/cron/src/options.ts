@@ -1,0 +1,342 @@
+import { hostname } from 'node:os';
+import type { Session } from '@leasehold/core';
+import { InvalidArgumentError } from './errors.js';
+
+/**
+ * Every default in one place. Durations carry their unit in their name: `retentionSeconds` is an
+ * etcd lease TTL (etcd's own unit); everything measured locally is in milliseconds.
+ */
+export const defaults = {
+  /** Where claims and records live. Replicas that should share jobs use the same prefix. */
+  prefix: '/leasehold/cron/',
+  /** A fire is skipped while the job's previous run still goes on anywhere: most jobs are not
+   * written to run twice at once. */
+  overlap: 'skip',
+  /** A fire nobody reached in time is not run late. */
+  misfire: 'skip',
+  /**
+   * How late (by this replica's clock) a replica may reach a fire and still claim it. Timers run
+   * late under load and pauses (GC, a loaded host) stretch them further: a fire reached within
+   * this is claimed even if later fires have come since; one reached later is missed.
+   */
+  lateToleranceMs: 5_000,
+  /** With `misfire: 'run-once'`: how far back a missed fire may lie and still be caught up. */
+  catchUpWindowMs: 3_600_000,
+  /** Start jitter: none, so the replica whose timer fires first claims. */
+  startJitterMs: 0,
+  /**
+   * Cron expressions are read in UTC unless a zone is given, never in the host's local zone:
+   * replicas in different zones must compute the same fire times.
+   */
+  timeZone: 'UTC',
+  /**
+   * How long a fire's record is kept after its claim: a replica that reaches a fire up to this
+   * late (a lagging clock, a paused process) still finds it and does not run it again.
+   */
+  retentionSeconds: 86_400,
+  /** How long `stop()` waits for runs to return after their signal aborted. */
+  drainMs: 10_000,
+  /** How many records `history()` returns. */
+  historyLimit: 20,
+} as const;
+
+/** Internal limits, with the reason for each. */
+export const limits = {
+  /** A shorter period would spend most of its time claiming. */
+  minEveryMs: 1_000,
+  /** setTimeout fires at once for longer delays; longer waits are re-armed in steps. */
+  maxTimerMs: 2 ** 31 - 1,
+  /** Below this a record could expire while a replica that is a little behind still needs it. */
+  minRetentionSeconds: 60,
+  /** etcd's MaxLeaseTTL is 9e9 s; a retention lease is granted a little longer than retention. */
+  maxRetentionSeconds: 8_000_000_000,
+  /** Job names end up in every key; long ones cost every watch and range. */
+  maxJobLength: 256,
+  maxPrefixLength: 1_024,
+  /** Missed fires reported one by one after a long stall; beyond this only the latest are. */
+  maxMissedReported: 100,
+  /** Error messages kept in a record. */
+  maxErrorChars: 1_024,
+  maxHistoryLimit: 10_000,
+} as const;
+
+export type OverlapPolicy = 'skip' | 'allow';
+export type MisfirePolicy = 'skip' | 'run-once';
+
+/** Options of one scheduled job. */
+export interface JobOptions {
+  /**
+   * `'skip'` (default): a fire is skipped (reason `'overlap'`) while this job's previous run is
+   * still going on any replica. `'allow'`: runs of different fires may overlap.
+   */
+  overlap?: OverlapPolicy;
+  /**
+   * What happens to a fire no replica reached in time (all were down, paused or overloaded):
+   * `'skip'` (default) never runs it late; `'run-once'` runs the latest missed fire once, as soon
+   * as a replica starts or wakes, if it lies within `catchUpWindowMs`.
+   */
+  misfire?: MisfirePolicy;
+  /** With `misfire: 'run-once'`: how old a missed fire may be and still be caught up. Default 1 h. */
+  catchUpWindowMs?: number;
+  /** How late a replica may reach a fire (by its own clock) and still claim it. Default 1000. */
+  lateToleranceMs?: number;
+  /** The run's `signal` aborts with `MaxRunTimeError` after this long. Default: no limit. */
+  maxRunMs?: number;
+  /** Wait a random time in [0, startJitterMs) before claiming. Default 0. */
+  startJitterMs?: number;
+  /** IANA time zone the cron expression is read in. Default `'UTC'`. Cron expressions only. */
+  timeZone?: string;
+  /** How long each fire's record is kept, in whole seconds (an etcd lease TTL). Default 86400. */
+  retentionSeconds?: number;
+}
+
+/** Job options with every default applied. */
+export interface JobSettings {
+  overlap: OverlapPolicy;
+  misfire: MisfirePolicy;
+  catchUpWindowMs: number;
+  lateToleranceMs: number;
+  maxRunMs: number | undefined;
+  startJitterMs: number;
+  timeZone: string;
+  retentionSeconds: number;
+}
+
+/** Options of {@link createScheduler}. */
+export interface SchedulerOptions {
+  /** Key prefix of claims and records. Default `/leasehold/cron/`. */
+  prefix?: string;
+  /** The runner's lease: claims are bound to it. Default: the client's shared session. */
+  session?: Session;
+  /** The name recorded as runner of each claim. Default `hostname:pid`. */
+  runner?: string;
+  /**
+   * The wall clock fire times are computed from. **For tests** (to give a replica a skewed
+   * clock); leave it out in production. Default `() => new Date()`.
+   */
+  now?: () => Date;
+}
+
+export function describe(value: unknown): string {
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  }
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'number') return String(value);
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value;
+}
+
+/** The error for bad input: names the value and what is allowed. */
+export function invalid(name: string, allowed: string, value: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A job name as its key segment. `/` and `%` are escaped, so `jobs` and `jobs/a` never share a
+ * range. Names must be well-formed UTF-16: two ill-formed names could encode to the same key.
+ */
+export function encodeJob(job: unknown, what = 'job'): string {
+  if (
+    typeof job !== 'string' ||
+    job.length === 0 ||
+    job.length > limits.maxJobLength ||
+    job.includes('\0') ||
+    LONE_SURROGATE.test(job)
+  ) {
+    throw invalid(
+      what,
+      `a non-empty string of at most ${limits.maxJobLength} characters, without NUL or unpaired surrogates`,
+      job,
+    );
+  }
+  return job.replace(/%/g, '%25').replace(/\//g, '%2F');
+}
+
+export function validatePrefix(value: unknown): string {
+  if (
+    typeof value === 'string' &&
+    value !== '' &&
+    !value.includes('\0') &&
+    value.length <= limits.maxPrefixLength
+  ) {
+    return value;
+  }
+  throw invalid(
+    'prefix',
+    `a non-empty string without NUL of at most ${limits.maxPrefixLength} characters`,
+    value,
+  );
+}
+
+/** Rejects keys that are not options: a misspelt option must not silently fall back. */
+function checkKeys(name: string, options: object, allowed: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new InvalidArgumentError(
+        `${name}.${key} is not an option; allowed: ${allowed.join(', ')}`,
+      );
+    }
+  }
+}
+
+function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
+  if (allowed.includes(value as T)) return value as T;
+  throw invalid(name, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`, value);
+}
+
+/** A finite number of milliseconds in [min, limits.maxTimerMs]. */
+function ms(name: string, value: unknown, min: number, what = 'a finite number of milliseconds') {
+  if (
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    value >= min &&
+    value <= limits.maxTimerMs
+  ) {
+    return value;
+  }
+  const from = min === 0 ? '>= 0' : `>= ${min}`;
+  throw invalid(name, `${what} ${from} and <= ${limits.maxTimerMs}`, value);
+}
+
+/** Whether the runtime knows `zone` as an IANA time zone (Intl throws RangeError otherwise). */
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const JOB_OPTIONS = [
+  'overlap',
+  'misfire',
+  'catchUpWindowMs',
+  'lateToleranceMs',
+  'maxRunMs',
+  'startJitterMs',
+  'timeZone',
+  'retentionSeconds',
+] as const;
+
+/**
+ * Validates a job's options and applies the defaults. `cron` tells whether the schedule is a
+ * cron expression (a time zone means nothing for `{ everyMs }`).
+ */
+export function jobSettings(options: unknown, cron: boolean): JobSettings {
+  if (options === undefined) options = {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid('options', 'an object of job options', options);
+  }
+  checkKeys('options', options, JOB_OPTIONS);
+  const o = options as JobOptions;
+  const retentionSeconds = o.retentionSeconds ?? defaults.retentionSeconds;
+  if (
+    !Number.isInteger(retentionSeconds) ||
+    retentionSeconds < limits.minRetentionSeconds ||
+    retentionSeconds > limits.maxRetentionSeconds
+  ) {
+    throw invalid(
+      'options.retentionSeconds',
+      `a whole number of seconds from ${limits.minRetentionSeconds} to ${limits.maxRetentionSeconds}`,
+      retentionSeconds,
+    );
+  }
+  const misfire = oneOf('options.misfire', o.misfire ?? defaults.misfire, ['skip', 'run-once']);
+  if (o.catchUpWindowMs !== undefined && misfire !== 'run-once') {
+    throw new InvalidArgumentError(
+      `options.catchUpWindowMs is only used with misfire: 'run-once' (misfire is '${misfire}'); leave it out or set misfire: 'run-once'`,
+    );
+  }
+  const catchUpWindowMs = ms(
+    'options.catchUpWindowMs',
+    o.catchUpWindowMs ?? defaults.catchUpWindowMs,
+    1,
+  );
+  // A missed fire older than its record's retention could have run and been forgotten: catching
+  // it up would run it twice.
+  if (misfire === 'run-once' && catchUpWindowMs >= retentionSeconds * 1000) {
+    throw invalid(
+      'options.catchUpWindowMs',
+      `less than retentionSeconds (${retentionSeconds} s = ${retentionSeconds * 1000} ms), so a fire that ran is still on record when it is caught up`,
+      catchUpWindowMs,
+    );
+  }
+  const lateToleranceMs = ms(
+    'options.lateToleranceMs',
+    o.lateToleranceMs ?? defaults.lateToleranceMs,
+    0,
+  );
+  if (lateToleranceMs >= retentionSeconds * 1000) {
+    throw invalid(
+      'options.lateToleranceMs',
+      `less than retentionSeconds (${retentionSeconds * 1000} ms)`,
+      lateToleranceMs,
+    );
+  }
+  const timeZone = o.timeZone ?? defaults.timeZone;
+  if (o.timeZone !== undefined && !cron) {
+    throw new InvalidArgumentError(
+      `options.timeZone applies to cron expressions only; { everyMs } fires are aligned to the Unix epoch and have no zone (got ${describe(o.timeZone)})`,
+    );
+  }
+  if (typeof timeZone !== 'string' || !isTimeZone(timeZone)) {
+    throw invalid(
+      'options.timeZone',
+      'an IANA time zone this runtime knows, such as "UTC", "Europe/Berlin" or "America/New_York"',
+      timeZone,
+    );
+  }
+  return {
+    overlap: oneOf('options.overlap', o.overlap ?? defaults.overlap, ['skip', 'allow']),
+    misfire,
+    catchUpWindowMs,
+    lateToleranceMs,
+    maxRunMs: o.maxRunMs === undefined ? undefined : ms('options.maxRunMs', o.maxRunMs, 1),
+    startJitterMs: ms('options.startJitterMs', o.startJitterMs ?? defaults.startJitterMs, 0),
+    timeZone,
+    retentionSeconds,
+  };
+}
+
+/** Validated scheduler options, with defaults. */
+export function schedulerSettings(options: unknown) {
+  if (options === undefined) options = {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid('options', 'an object of scheduler options', options);
+  }
+  checkKeys('options', options, ['prefix', 'session', 'runner', 'now']);
+  const o = options as SchedulerOptions;
+  const runner = o.runner ?? `${hostname()}:${process.pid}`;
+  if (typeof runner !== 'string' || runner === '' || runner.length > 1024) {
+    throw invalid('options.runner', 'a non-empty string of at most 1024 characters', runner);
+  }
+  if (o.now !== undefined && typeof o.now !== 'function') {
+    throw invalid('options.now', 'a function returning the current time as a Date', o.now);
+  }
+  const session = o.session;
+  if (
+    session !== undefined &&
+    (typeof session !== 'object' ||
+      session === null ||
+      typeof (session as Partial<Session>).leaseId !== 'bigint' ||
+      !((session as Partial<Session>).signal instanceof AbortSignal))
+  ) {
+    throw invalid('options.session', 'a Session from client.session()', session);
+  }
+  return {
+    prefix: validatePrefix(o.prefix ?? defaults.prefix),
+    session,
+    runner,
+    now: o.now ?? (() => new Date()),
+  };
+}
+
+/** `stop({ drainMs })`. */
+export function validateDrainMs(value: unknown): number {
+  return ms('drainMs', value ?? defaults.drainMs, 0);
+}

@@ -1,0 +1,456 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isLeaseLostError, type Leasehold, type Session } from '@leasehold/core';
+import {
+  jobKeys,
+  recordError,
+  type HistoryEntry,
+  type JobKeys,
+  type RunOutcome,
+} from './claims.js';
+import { Claimer, type Claim } from './claimer.js';
+import {
+  InvalidArgumentError,
+  MaxRunTimeError,
+  SchedulerStoppedError,
+  isMaxRunTimeError,
+  isSchedulerStoppedError,
+} from './errors.js';
+import {
+  Listeners,
+  type ClaimedEvent,
+  type ErrorEvent,
+  type FinishedEvent,
+  type LostEvent,
+  type SkippedEvent,
+  type StartedEvent,
+} from './events.js';
+import { parseSchedule, planWake, type Attempt, type Fires, type ScheduleSpec } from './fires.js';
+import {
+  defaults,
+  describe,
+  invalid,
+  jobSettings,
+  limits,
+  schedulerSettings,
+  validateDrainMs,
+  type JobOptions,
+  type JobSettings,
+  type SchedulerOptions,
+} from './options.js';
+
+/** What a run gets. */
+export interface RunContext {
+  /**
+   * The claim's fencing token (its etcd create revision): send it with every write the run makes
+   * to a fenced store. Unique per fire, so it is also an idempotency key.
+   */
+  token: bigint;
+  /**
+   * Aborts when the runner's lease is lost (`LeaseLostError`), the run passes `maxRunMs`
+   * (`MaxRunTimeError`) or the scheduler is stopped (`SchedulerStoppedError`). Reading it checks
+   * the lease's deadline first, so the first read after a stall already sees a loss.
+   */
+  signal: AbortSignal;
+  /** The fire's instant, as the schedule computes it (the same on every replica). */
+  fireTime: Date;
+  job: string;
+  /** `'scheduled'`, or `'catch-up'` for a missed fire run under `misfire: 'run-once'`. */
+  attempt: Attempt;
+}
+
+export type JobRun = (context: RunContext) => unknown;
+
+interface JobState {
+  name: string;
+  keys: JobKeys;
+  fires: Fires;
+  run: JobRun;
+  settings: JobSettings;
+  /** The latest fire handled (claimed, missed or passed); the next wake looks after it. */
+  afterMs: number | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+interface ActiveRun {
+  job: string;
+  fireTime: Date;
+}
+
+/**
+ * Creates a scheduler on `client`: jobs scheduled on it run once per fire across every replica
+ * that schedules the same job under the same `prefix`. Checks the options, and that the runner's
+ * lease is live (granting the client's shared session if it has none yet).
+ */
+export async function createScheduler(
+  client: Leasehold,
+  options?: SchedulerOptions,
+): Promise<Scheduler> {
+  if (
+    typeof client !== 'object' ||
+    client === null ||
+    typeof (client as Partial<Leasehold>).sharedSession !== 'function'
+  ) {
+    throw invalid('client', 'a Leasehold client from connect()', client);
+  }
+  const settings = schedulerSettings(options);
+  if (settings.session) settings.session.throwIfLost();
+  else await client.sharedSession();
+  return new Scheduler(client, settings);
+}
+
+/**
+ * Runs scheduled jobs, each fire on one replica: the one whose claim transaction creates the
+ * fire's record. See the package README for how fire identity, claims, tokens and retention work.
+ */
+export class Scheduler implements AsyncDisposable {
+  readonly #client: Leasehold;
+  readonly #settings: ReturnType<typeof schedulerSettings>;
+  readonly #claimer: Claimer;
+  readonly #jobs = new Map<string, JobState>();
+  readonly #stop = new AbortController();
+  /** Every fire being claimed or run: what `stop()` drains. */
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #active = new Set<ActiveRun>();
+  #stopping: Promise<void> | undefined;
+  readonly #claimed = new Listeners<ClaimedEvent>();
+  readonly #skipped = new Listeners<SkippedEvent>();
+  readonly #started = new Listeners<StartedEvent>();
+  readonly #finished = new Listeners<FinishedEvent>();
+  readonly #lost = new Listeners<LostEvent>();
+  readonly #errors = new Listeners<ErrorEvent>();
+
+  /** @internal Use {@link createScheduler}. */
+  constructor(client: Leasehold, settings: ReturnType<typeof schedulerSettings>) {
+    this.#client = client;
+    this.#settings = settings;
+    this.#claimer = new Claimer(client, settings.runner, settings.now);
+  }
+
+  /** The key prefix of this scheduler's claims and records. */
+  get prefix(): string {
+    return this.#settings.prefix;
+  }
+
+  /** The name recorded as runner of this scheduler's claims. */
+  get runner(): string {
+    return this.#settings.runner;
+  }
+
+  /**
+   * Schedules `run` to run once per fire of `schedule` across every replica that schedules the
+   * same `job` under the same prefix. Throws `InvalidArgumentError` for a bad name, expression,
+   * time zone or option, or a job already scheduled here; `SchedulerStoppedError` after `stop()`.
+   * The timer keeps the process alive until `stop()`.
+   */
+  schedule(job: string, schedule: ScheduleSpec, run: JobRun, options?: JobOptions): void {
+    if (this.#stop.signal.aborted) throw new SchedulerStoppedError();
+    const keys = jobKeys(this.#settings.prefix, job);
+    if (this.#jobs.has(job)) {
+      throw new InvalidArgumentError(
+        `job ${describe(job)} is already scheduled on this scheduler; give each job its own name`,
+      );
+    }
+    if (typeof run !== 'function') throw invalid('run', 'a function ({ token, signal }) => …', run);
+    const settings = jobSettings(options, typeof schedule === 'string');
+    const fires = parseSchedule(schedule, settings.timeZone, this.#nowMs());
+    const state: JobState = {
+      name: job,
+      keys,
+      fires,
+      run,
+      settings,
+      afterMs: undefined,
+      timer: undefined,
+    };
+    this.#jobs.set(job, state);
+    this.#wake(state);
+  }
+
+  /** The next fire of `job` this replica will consider, or `undefined` if it never fires again. */
+  next(job: string): Date | undefined {
+    const state = this.#job(job);
+    const next = state.fires.next(Math.max(this.#nowMs(), state.afterMs ?? -Infinity));
+    return next === undefined ? undefined : new Date(next);
+  }
+
+  /**
+   * The newest records of `job` (any job under this prefix, scheduled here or not), newest
+   * first: fire time, token, runner, attempt, outcome and duration. One linearizable read.
+   */
+  async history(job: string, options: { limit?: number } = {}): Promise<HistoryEntry[]> {
+    const keys = jobKeys(this.#settings.prefix, job);
+    if (typeof options !== 'object' || options === null) {
+      throw invalid('options', 'an object { limit? }', options);
+    }
+    const limit = options.limit ?? defaults.historyLimit;
+    if (!Number.isInteger(limit) || limit < 1 || limit > limits.maxHistoryLimit) {
+      throw invalid('options.limit', `a whole number from 1 to ${limits.maxHistoryLimit}`, limit);
+    }
+    return this.#claimer.history(job, keys, limit);
+  }
+
+  /** This replica claimed a fire. */
+  onClaimed(listener: (event: ClaimedEvent) => void): Disposable {
+    return this.#claimed.add(listener);
+  }
+
+  /** This replica did not run a fire, and why. */
+  onSkipped(listener: (event: SkippedEvent) => void): Disposable {
+    return this.#skipped.add(listener);
+  }
+
+  /** A run started. */
+  onStarted(listener: (event: StartedEvent) => void): Disposable {
+    return this.#started.add(listener);
+  }
+
+  /** A run ended (after its record was written), with its duration and outcome. */
+  onFinished(listener: (event: FinishedEvent) => void): Disposable {
+    return this.#finished.add(listener);
+  }
+
+  /** The runner's lease was lost during a run: its signal aborted with the `LeaseLostError`. */
+  onLost(listener: (event: LostEvent) => void): Disposable {
+    return this.#lost.add(listener);
+  }
+
+  /**
+   * A claim or a record write failed (etcd unreachable, refused). Without listeners these become
+   * process warnings with code `LEASEHOLD_CRON`; they are never dropped silently.
+   */
+  onError(listener: (event: ErrorEvent) => void): Disposable {
+    return this.#errors.add(listener);
+  }
+
+  /**
+   * Stops claiming, aborts the `signal` of every run (`SchedulerStoppedError`), and waits up to
+   * `drainMs` (default 10 000) for them to return and their records to be written. A run still
+   * going after that keeps its claim (and running marker) until it returns or its lease ends; a
+   * process warning (`LEASEHOLD_DRAIN_TIMEOUT`) names it. Does not close the client or the
+   * session. Idempotent: later calls wait for the first.
+   */
+  stop(options: { drainMs?: number } = {}): Promise<void> {
+    if (typeof options !== 'object' || options === null) {
+      throw invalid('options', 'an object { drainMs? }', options);
+    }
+    const drainMs = validateDrainMs(options.drainMs);
+    this.#stopping ??= (async () => {
+      this.#stop.abort(new SchedulerStoppedError());
+      for (const state of this.#jobs.values()) clearTimeout(state.timer);
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        Promise.allSettled([...this.#inflight]).then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), drainMs))),
+      ]);
+      clearTimeout(timer);
+      if (!drained) {
+        const left = [...this.#active].map((r) => `${r.job}@${r.fireTime.toISOString()}`);
+        process.emitWarning(
+          `@leasehold/cron: stop() waited drainMs (${drainMs} ms); runs still going keep their claims until they return: ${left.join(', ') || '(claims in flight)'}`,
+          { code: 'LEASEHOLD_DRAIN_TIMEOUT' },
+        );
+      }
+    })();
+    return this.#stopping;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  #job(job: string): JobState {
+    const state = this.#jobs.get(job);
+    if (!state) {
+      throw new InvalidArgumentError(`job ${describe(job)} is not scheduled on this scheduler`);
+    }
+    return state;
+  }
+
+  #nowMs(): number {
+    const now = this.#settings.now();
+    const ms = now instanceof Date ? now.getTime() : NaN;
+    if (!Number.isFinite(ms)) throw invalid('options.now()', 'a valid Date', now);
+    return ms;
+  }
+
+  #reportError(job: string, fireMs: number | undefined, error: Error): void {
+    const event = { job, error, ...(fireMs === undefined ? {} : { fireTime: new Date(fireMs) }) };
+    if (this.#errors.size > 0) return this.#errors.emit(event);
+    const at = fireMs === undefined ? '' : ` at ${new Date(fireMs).toISOString()}`;
+    process.emitWarning(`@leasehold/cron job ${JSON.stringify(job)}${at}: ${error.message}`, {
+      code: 'LEASEHOLD_CRON',
+    });
+  }
+
+  /** One wake-up of a job's timer: claim what is due, report what was missed, arm the next. */
+  #wake(state: JobState): void {
+    state.timer = undefined;
+    if (this.#stop.signal.aborted) return;
+    const nowMs = this.#nowMs();
+    const plan = planWake(state.fires, { nowMs, afterMs: state.afterMs, ...state.settings });
+    for (const fireMs of [...plan.missed].reverse()) {
+      this.#skipped.emit({ job: state.name, fireTime: new Date(fireMs), reason: 'misfire' });
+    }
+    // At start-up with nothing due, "now" is the point after which fires are this replica's.
+    state.afterMs = plan.handledMs ?? state.afterMs ?? nowMs;
+    for (const claim of plan.claims) this.#track(this.#fire(state, claim.fireMs, claim.attempt));
+    const next = state.fires.next(Math.max(nowMs, state.afterMs));
+    if (next === undefined) return;
+    // The wall clock is read again at the wake: a timer that fires early just re-arms.
+    const delay = Math.min(Math.max(0, next - nowMs), limits.maxTimerMs);
+    state.timer = setTimeout(() => this.#wake(state), delay);
+  }
+
+  #track(work: Promise<void>): void {
+    this.#inflight.add(work);
+    void work.finally(() => this.#inflight.delete(work));
+  }
+
+  /** The runner's lease: the given session, or the client's shared one (granted anew if lost). */
+  async #session(): Promise<Session> {
+    const session = this.#settings.session;
+    if (session) {
+      session.throwIfLost();
+      return session;
+    }
+    return this.#client.sharedSession(this.#stop.signal);
+  }
+
+  async #fire(state: JobState, fireMs: number, attempt: Attempt): Promise<void> {
+    const { settings, name: job } = state;
+    try {
+      if (settings.startJitterMs > 0) {
+        await sleep(Math.random() * settings.startJitterMs, undefined, {
+          signal: this.#stop.signal,
+        });
+      }
+      if (this.#stop.signal.aborted) return;
+      const session = await this.#session();
+      if (this.#stop.signal.aborted) return;
+      const { result, claim } = await this.#claimer.claim({
+        job,
+        keys: state.keys,
+        fireMs,
+        attempt,
+        overlap: settings.overlap,
+        retentionSeconds: settings.retentionSeconds,
+        session,
+      });
+      const fireTime = new Date(fireMs);
+      if (!claim) {
+        const reason = result.kind === 'overlap' ? 'overlap' : 'claimed-elsewhere';
+        const holder = result.kind === 'claimed' ? undefined : result.holder;
+        return this.#skipped.emit({ job, fireTime, reason, ...(holder ? { holder } : {}) });
+      }
+      this.#claimed.emit({ job, fireTime, token: claim.token, attempt });
+      await this.#run(state, claim, session);
+    } catch (err) {
+      if (this.#stop.signal.aborted && isSchedulerStoppedError(err)) return;
+      if ((err as Error)?.name === 'AbortError' && this.#stop.signal.aborted) return;
+      this.#reportError(job, fireMs, err as Error);
+    }
+  }
+
+  async #run(state: JobState, claim: Claim, session: Session): Promise<void> {
+    const { name: job, settings } = state;
+    const fireTime = new Date(claim.fireMs);
+    const base = { job, fireTime, token: claim.token, attempt: claim.attempt };
+    const controller = new AbortController();
+    const signal = checkedSignal(controller, () => void session.signal.aborted);
+    let running = false;
+    const onLost = () => {
+      const error = session.signal.reason as Error;
+      if (!controller.signal.aborted) controller.abort(error);
+      if (running) this.#lost.emit({ ...base, error });
+    };
+    const onStop = () => controller.abort(this.#stop.signal.reason);
+    session.signal.addEventListener('abort', onLost, { once: true });
+    this.#stop.signal.addEventListener('abort', onStop, { once: true });
+    const maxRun =
+      settings.maxRunMs === undefined
+        ? undefined
+        : setTimeout(
+            () => controller.abort(new MaxRunTimeError(job, fireTime, settings.maxRunMs!)),
+            settings.maxRunMs,
+          );
+    const active: ActiveRun = { job, fireTime };
+    this.#active.add(active);
+    const startedAt = performance.now();
+    let threw = false;
+    let error: unknown;
+    try {
+      // Reading the session's signal checks its deadline: a claim won by a process that stalled
+      // past its lease (the claim key may already be gone) never starts.
+      if (session.signal.aborted) {
+        controller.abort(session.signal.reason);
+        this.#lost.emit({ ...base, error: session.signal.reason as Error });
+      } else {
+        if (this.#stop.signal.aborted) onStop();
+        running = true;
+        this.#started.emit(base);
+        try {
+          await state.run({ ...base, signal });
+        } catch (err) {
+          threw = true;
+          error = err;
+        }
+      }
+    } finally {
+      running = false;
+      clearTimeout(maxRun);
+      session.signal.removeEventListener('abort', onLost);
+      this.#stop.signal.removeEventListener('abort', onStop);
+    }
+    const durationMs = performance.now() - startedAt;
+    const outcome: RunOutcome = controller.signal.aborted
+      ? outcomeOf(controller.signal.reason)
+      : threw
+        ? 'error'
+        : 'ok';
+    if (outcome !== 'error' && outcome !== 'ok') error = controller.signal.reason;
+    const text = recordError(error);
+    await this.#claimer.finish(
+      claim,
+      { outcome, durationMs, ...(text === undefined ? {} : { error: text }) },
+      (err) => this.#reportError(job, claim.fireMs, err),
+    );
+    this.#active.delete(active);
+    this.#finished.emit({
+      ...base,
+      durationMs,
+      outcome,
+      ...(error === undefined ? {} : { error }),
+    });
+  }
+}
+
+function outcomeOf(reason: unknown): RunOutcome {
+  if (isMaxRunTimeError(reason)) return 'timed-out';
+  if (isSchedulerStoppedError(reason)) return 'stopped';
+  if (isLeaseLostError(reason)) return 'lost';
+  return 'stopped';
+}
+
+/**
+ * The run's signal: before every read of `aborted`, `reason` or `throwIfAborted()`, reads the
+ * session's signal, which compares the clock with the lease's deadline and, if it passed, aborts
+ * (and so this signal too) at once. Code that kept the signal through a stall sees the loss on
+ * its first read, before any timer has fired.
+ */
+function checkedSignal(controller: AbortController, check: () => void): AbortSignal {
+  const signal = controller.signal;
+  const getter = (name: 'aborted' | 'reason') =>
+    Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
+  const [aborted, reason] = [getter('aborted'), getter('reason')];
+  Object.defineProperties(signal, {
+    aborted: { get: () => (check(), aborted() as boolean) },
+    reason: { get: () => (check(), reason() as unknown) },
+    throwIfAborted: {
+      value: () => {
+        check();
+        if (aborted()) throw reason();
+      },
+    },
+  });
+  return signal;
+}
