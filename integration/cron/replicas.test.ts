@@ -217,9 +217,7 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
       await p.request('schedule', {
         job,
         schedule: '* * * * * *',
-        // The tolerance of 1 s keeps the phases below apart: a replica that starts claims only
-        // the fire it is at, not those of the last 5 s.
-        options: { overlap: 'allow', retentionSeconds: 120, lateToleranceMs: 1000 },
+        options: { overlap: 'allow', retentionSeconds: 120 },
         runMs: 50,
       });
     }

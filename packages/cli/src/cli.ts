@@ -212,11 +212,17 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   addConnectionOptions(
     program
       .command('inspect')
-      .summary('show locks and elections: holders, tokens, TTLs, waiters')
+      .summary('show locks, elections and cron jobs: holders, tokens, TTLs, waiters, fires')
       .description(
-        'Shows every lock (holder, value, token, lease TTL left, waiters in order) and every election (leader, value, candidates in order).',
+        'Shows every lock (holder, value, token, lease TTL left, waiters in order), every election (leader, value, candidates in order) and every @leasehold/cron job (schedule, next fire, newest fires with runner, outcome and token).',
       )
-      .option('--prefix <prefix>', 'only locks and elections whose name starts with this')
+      .option('--prefix <prefix>', 'only locks, elections and jobs whose name starts with this')
+      .addOption(
+        new Option(
+          '--cron-prefix <prefix>',
+          'key prefix of @leasehold/cron claims and records (default /leasehold/cron/)',
+        ).env('LEASEHOLD_CRON_PREFIX'),
+      )
       .option('--watch', 'refresh until Ctrl-C')
       .option('--interval <ms>', 'refresh interval with --watch (default: 1000)')
       .option('--json', 'JSON (the default when stdout is not a terminal)')

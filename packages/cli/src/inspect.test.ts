@@ -74,6 +74,7 @@ describe('the JSON report', () => {
       time: '1970-01-01T00:00:00.000Z',
       lockPrefix: '/l/',
       electionPrefix: '/e/',
+      cronPrefix: '/leasehold/cron/',
       locks: [
         {
           name: 'deploy',

@@ -11,6 +11,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Leasehold } from '@leasehold/core';
+import { defaults as cronDefaults, inspectJobs, type JobReport } from '@leasehold/cron';
 import { Etcd3, type IOptions } from 'etcd3';
 import { connectOptions, connectWith, type ConnectionFlags } from './connection.js';
 import { CliError, exitCodes } from './exit-codes.js';
@@ -22,6 +23,7 @@ import { Signals } from './signals.js';
 
 export interface InspectFlags extends ConnectionFlags {
   prefix?: string;
+  cronPrefix?: string;
   watch?: boolean;
   json?: boolean;
   table?: boolean;
@@ -51,6 +53,8 @@ export interface InspectContext {
   client: Leasehold;
   /** Only names starting with this (`--prefix`). */
   namePrefix: string;
+  /** Where `@leasehold/cron` keeps its claims and records (`--cron-prefix`). */
+  cronPrefix: string;
   /** Seconds left of each lease (decimal id → TTL), read once per report. */
   ttlOf(leaseIds: readonly bigint[]): Promise<Map<bigint, number>>;
 }
@@ -166,9 +170,65 @@ export const electionsSection: InspectSection<{ prefix: string; list: Queue[] }>
 };
 
 /** The report's sections, in order. @leasehold/cron's section goes here when it lands. */
+const RECENT_FIRES = 3;
+
+/** `@leasehold/cron` jobs: schedule, next fire, and the newest fires with runner and outcome. */
+export const jobsSection: InspectSection<{ prefix: string; list: JobReport[] }> = {
+  key: 'jobs',
+  async read(context) {
+    const prefix = context.cronPrefix;
+    const all = await inspectJobs(context.client, { prefix, limit: RECENT_FIRES });
+    return { prefix, list: all.filter((j) => j.job.startsWith(context.namePrefix)) };
+  },
+  json: ({ list }) =>
+    list.map((j) => ({
+      name: j.job,
+      schedule: j.schedule ?? null,
+      timeZone: j.timeZone ?? null,
+      next: j.next?.toISOString() ?? null,
+      recent: j.recent.map((r) => ({
+        fireTime: r.fireTime.toISOString(),
+        token: r.token,
+        runner: r.runner,
+        attempt: r.attempt,
+        outcome: r.outcome,
+        durationMs: r.durationMs ?? null,
+      })),
+    })),
+  render: ({ prefix, list }) => {
+    if (list.length === 0) return [`CRON JOBS: none under ${prefix}`];
+    const rows: string[][] = [
+      ['JOB', 'SCHEDULE', 'NEXT FIRE', 'FIRE', 'OUTCOME', 'TOKEN', 'RUNNER'],
+    ];
+    for (const j of list) {
+      const schedule =
+        j.schedule === undefined
+          ? '(no replica)'
+          : typeof j.schedule === 'string'
+            ? `${j.schedule} ${j.timeZone ?? ''}`.trim()
+            : `every ${formatDuration(j.schedule.everyMs)}`;
+      const next = j.next?.toISOString() ?? '-';
+      if (j.recent.length === 0) rows.push([printable(j.job), schedule, next, '-', '-', '-', '-']);
+      j.recent.forEach((r, i) => {
+        rows.push([
+          i === 0 ? printable(j.job) : '',
+          i === 0 ? printable(schedule) : '',
+          i === 0 ? next : '',
+          r.fireTime.toISOString(),
+          r.outcome,
+          r.token.toString(),
+          quotedValue(r.runner),
+        ]);
+      });
+    }
+    return [`CRON JOBS under ${prefix}`, ...table(rows)];
+  },
+};
+
 export const SECTIONS: InspectSection<never>[] = [
   locksSection as InspectSection<never>,
   electionsSection as InspectSection<never>,
+  jobsSection as InspectSection<never>,
 ];
 
 /** One report: each section's data, by key. */
@@ -187,11 +247,13 @@ export function reportJson(
   client: Pick<Leasehold, 'lockPrefix' | 'electionPrefix'>,
   at: Date,
   data: Map<InspectSection<never>, unknown>,
+  cronPrefix: string = cronDefaults.prefix,
 ): string {
   const doc: Record<string, unknown> = {
     time: at.toISOString(),
     lockPrefix: client.lockPrefix,
     electionPrefix: client.electionPrefix,
+    cronPrefix,
   };
   for (const [section, value] of data) doc[section.key] = section.json(value as never);
   return toJson(doc);
@@ -274,12 +336,13 @@ export async function inspect(
   const context: InspectContext = {
     client,
     namePrefix: flags.prefix ?? '',
+    cronPrefix: flags.cronPrefix ?? cronDefaults.prefix,
     ttlOf: (ids) => leases.ttlOf(ids),
   };
   try {
     for (;;) {
       const { at, data } = await report(context);
-      if (!asTable) await write(`${reportJson(client, at, data)}\n`);
+      if (!asTable) await write(`${reportJson(client, at, data, context.cronPrefix)}\n`);
       else if (flags.watch && out.isTTY) {
         // Home, clear, then the report: redrawn in place.
         await write(

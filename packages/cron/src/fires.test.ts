@@ -176,6 +176,14 @@ describe('planWake', () => {
     expect(plan.missed).toEqual([NOW]);
   });
 
+  it('at start-up claims only the latest fire within tolerance', () => {
+    const plan = planWake(
+      everySecond,
+      input({ nowMs: NOW + 200, afterMs: undefined, lateToleranceMs: 5000 }),
+    );
+    expect(plan).toEqual({ claims: scheduled(NOW), missed: [], handledMs: NOW });
+  });
+
   it("at start-up claims only a fire within tolerance under 'skip', and reports no misses", () => {
     const hourly = parseSchedule('0 * * * *', 'UTC', NOW);
     expect(planWake(hourly, input({ nowMs: NOW + 300, afterMs: undefined }))).toEqual({

@@ -126,7 +126,7 @@ export interface WakeInput {
  * - every fire since the last wake that is at most `lateToleranceMs` old is **on time**, also
  *   when a later fire has come meanwhile (a replica woken late by a pause or a loaded machine
  *   still claims each fire; if another replica ran it, the claim finds its record): each is
- *   claimed as `'scheduled'`, oldest first;
+ *   claimed as `'scheduled'`, oldest first; at start-up, only the latest of them;
  * - if none is, with `misfire: 'run-once'` the latest is claimed as `'catch-up'` if it is at
  *   most `catchUpWindowMs` old (at start-up too: nobody may have run it while no replica was
  *   up; if one did, the claim finds its record and the fire does not run again);
@@ -141,7 +141,9 @@ export function planWake(fires: Fires, input: WakeInput): WakePlan {
   const due = fires.previous(nowMs, limits.maxMissedReported + 1).filter((t) => t > floorMs);
   const latest = due[0];
   if (latest === undefined) return { claims: [], missed: [], handledMs: afterMs };
-  const onTime = due.filter((t) => nowMs - t <= lateToleranceMs).reverse();
+  // At start-up only the fire it is at is this replica's to claim, not every one it could reach.
+  const inTime = due.filter((t) => nowMs - t <= lateToleranceMs);
+  const onTime = (afterMs === undefined ? inTime.slice(0, 1) : inTime).reverse();
   const claims: WakePlan['claims'] = onTime.map((fireMs) => ({ fireMs, attempt: 'scheduled' }));
   if (claims.length === 0 && misfire === 'run-once' && nowMs - latest <= catchUpWindowMs) {
     claims.push({ fireMs: latest, attempt: 'catch-up' });

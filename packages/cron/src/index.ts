@@ -26,3 +26,4 @@ export {
   type SchedulerOptions,
 } from './options.js';
 export * from './errors.js';
+export { inspectJobs, type InspectJobsOptions, type JobReport } from './inspect.js';

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isLeaseLostError, type Leasehold, type Session } from '@leasehold/core';
+import { kvCall } from '@leasehold/core/internal';
 import {
   jobKeys,
   recordError,
@@ -25,6 +26,7 @@ import {
   type StartedEvent,
 } from './events.js';
 import { parseSchedule, planWake, type Attempt, type Fires, type ScheduleSpec } from './fires.js';
+import { announcementKey, type Announcement } from './inspect.js';
 import {
   defaults,
   describe,
@@ -63,11 +65,14 @@ export type JobRun = (context: RunContext) => unknown;
 interface JobState {
   name: string;
   keys: JobKeys;
+  spec: ScheduleSpec;
   fires: Fires;
   run: JobRun;
   settings: JobSettings;
   /** The latest fire handled (claimed, missed or passed); the next wake looks after it. */
   afterMs: number | undefined;
+  /** The lease the job's schedule was last announced on (see `inspectJobs`). */
+  announcedOn?: bigint;
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -156,6 +161,7 @@ export class Scheduler implements AsyncDisposable {
     const state: JobState = {
       name: job,
       keys,
+      spec: schedule,
       fires,
       run,
       settings,
@@ -301,6 +307,33 @@ export class Scheduler implements AsyncDisposable {
     state.timer = setTimeout(() => this.#wake(state), delay);
   }
 
+  /**
+   * Writes the job's schedule where `inspectJobs` (and `leasehold inspect`) find it, on the
+   * runner's lease: it goes when no replica runs the job any more. Best effort: a failure is
+   * reported and retried on the next lease, never in the way of a claim.
+   */
+  #announce(state: JobState, session: Session): void {
+    const announcement: Announcement = {
+      schedule: state.spec,
+      timeZone: state.settings.timeZone,
+      runner: this.#settings.runner,
+    };
+    const key = Buffer.from(announcementKey(this.#settings.prefix, state.name));
+    const value = Buffer.from(JSON.stringify(announcement));
+    const lease = session.leaseId.toString();
+    void kvCall(
+      this.#client,
+      `schedule of job ${JSON.stringify(state.name)}`,
+      (kv, o) => kv.put({ key, value, lease }, o),
+      {
+        idempotent: true,
+      },
+    ).catch((err: Error) => {
+      state.announcedOn = undefined;
+      this.#reportError(state.name, undefined, err);
+    });
+  }
+
   #track(work: Promise<void>): void {
     this.#inflight.add(work);
     void work.finally(() => this.#inflight.delete(work));
@@ -327,6 +360,10 @@ export class Scheduler implements AsyncDisposable {
       if (this.#stop.signal.aborted) return;
       const session = await this.#session();
       if (this.#stop.signal.aborted) return;
+      if (state.announcedOn !== session.leaseId) {
+        state.announcedOn = session.leaseId;
+        this.#announce(state, session);
+      }
       const { result, claim } = await this.#claimer.claim({
         job,
         keys: state.keys,
