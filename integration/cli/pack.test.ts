@@ -1,6 +1,6 @@
 /**
- * The package as users get it: `pnpm pack` of @leasehold/core and @leasehold/cli (which turns
- * their workspace: ranges into versions), `npm install` of both tarballs in an empty directory
+ * The package as users get it: `pnpm pack` of @leasehold/core, @leasehold/cron and @leasehold/cli
+ * (which turns their workspace: ranges into versions), `npm install` of the tarballs in an empty directory
  * (dependencies come from the npm registry), then `npx leasehold`. Takes about 15 s, most of it
  * npm install.
  */
@@ -33,13 +33,14 @@ it(
   () => {
     const tarballs = join(work, 'tarballs');
     const app = join(work, 'app');
-    for (const pkg of ['core', 'cli']) {
+    for (const pkg of ['core', 'cron', 'cli']) {
       sh('pnpm', ['pack', '--pack-destination', tarballs], join(root, 'packages', pkg));
     }
     const files = readdirSync(tarballs).map((f) => join(tarballs, f));
     expect(files.map((f) => f.replace(/.*\//, '')).sort()).toEqual([
       'leasehold-cli-0.1.0.tgz',
       'leasehold-core-0.1.0.tgz',
+      'leasehold-cron-0.1.0.tgz',
     ]);
     const listing = sh('tar', ['tzf', files.find((f) => f.includes('-cli-'))!], work);
     expect(listing).toContain('package/README.md');

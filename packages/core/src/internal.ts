@@ -42,3 +42,6 @@ export async function grantLease(
     revision: BigInt(res.header.revision),
   };
 }
+
+/** Aborts when `client` is closed: a package's background work (timers, loops) stops with it. */
+export const closedSignal = (client: Leasehold): AbortSignal => client.closed;

@@ -9,6 +9,7 @@ import { isEtcdUnavailableError, type Leasehold, type Session } from '@leasehold
 import { kvCall } from '@leasehold/core/internal';
 import {
   claimRequest,
+  decodeRecord,
   finishRequest,
   historyRequest,
   readClaim,
@@ -28,6 +29,8 @@ const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 1_000;
 /** Background record writes give up after this long: the record then stays "running". */
 const RETRY_FOR_MS = 10 * 60_000;
+/** After etcd answered once, a claim whose answer was lost is looked for once more this late. */
+const SETTLE_AGAIN_MS = 3_000;
 
 export interface Claim {
   job: string;
@@ -105,9 +108,51 @@ export class Claimer {
           this.#retention.forget(retentionLease);
           continue;
         }
+        // Unknown outcome: the txn may still land (etcd applies a delayed request however late
+        // it arrives). A claim nobody runs would keep its running marker on a live lease and
+        // block the job everywhere: find it once etcd answers and record it as not run.
+        if (isEtcdUnavailableError(err)) this.#settle({ job, keys, fireMs, attempt, overlap });
         throw err;
       }
     }
+  }
+
+  /**
+   * Looks, in the background, for a claim of this instance whose answer was lost, and records
+   * it `lost` (which deletes its claim and running marker). Checks until etcd has answered twice
+   * a few seconds apart, or ten minutes pass.
+   */
+  #settle(fire: Omit<Claim, 'token' | 'record'>): void {
+    const recordKey = Buffer.from(fire.keys.record(fire.fireMs));
+    const giveUpAt = performance.now() + RETRY_FOR_MS;
+    void (async () => {
+      let answered = 0;
+      for (let delay = RETRY_MIN_MS; performance.now() < giveUpAt && answered < 2;) {
+        await new Promise((resolve) => setTimeout(resolve, delay).unref());
+        let kv;
+        try {
+          const res = await kvCall(
+            this.client,
+            `record of job ${JSON.stringify(fire.job)} at ${fireId(fire.fireMs)}`,
+            (client, o) => client.range({ key: recordKey }, o),
+            { idempotent: true },
+          );
+          kv = res.kvs[0];
+        } catch (err) {
+          if (!isEtcdUnavailableError(err)) return;
+          delay = Math.min(delay * 2, RETRY_MAX_MS);
+          continue;
+        }
+        const record = decodeRecord(kv?.value);
+        if (kv && record?.instance === this.instance && record.state === 'running') {
+          const claim = { ...fire, token: BigInt(kv.create_revision), record };
+          const error = 'its claim landed after the claimer had given up on it; not run';
+          return this.finish(claim, { outcome: 'lost', durationMs: 0, error }, () => {});
+        }
+        answered++;
+        delay = SETTLE_AGAIN_MS; // a delayed txn may still be on its way
+      }
+    })();
   }
 
   /**

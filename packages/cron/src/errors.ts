@@ -9,7 +9,8 @@
  */
 const BRAND = Symbol.for('leasehold.cron.error');
 
-export type CronErrorCode = 'INVALID_ARGUMENT' | 'SCHEDULER_STOPPED' | 'MAX_RUN_TIME';
+export type CronErrorCode =
+  'INVALID_ARGUMENT' | 'SCHEDULER_STOPPED' | 'MAX_RUN_TIME' | 'LEASE_AT_RISK';
 
 export class CronError extends Error {
   declare readonly code: CronErrorCode;
@@ -53,6 +54,23 @@ export class MaxRunTimeError extends CronError {
   }
 }
 
+/**
+ * A fire was not claimed because the runner's lease is close to its local deadline (less than a
+ * third of its TTL left: keepalives are failing). Reported through `onError`; another replica
+ * with a healthy lease can claim the fire.
+ */
+export class LeaseAtRiskError extends CronError {
+  constructor(
+    readonly leaseId: bigint,
+    readonly remainingMs: number,
+  ) {
+    super(
+      'LEASE_AT_RISK',
+      `not claiming: lease ${leaseId.toString(16)} has ${Math.max(0, Math.round(remainingMs))} ms left before its local deadline (keepalives are failing)`,
+    );
+  }
+}
+
 function hasCode(err: unknown, code?: CronErrorCode): boolean {
   if (typeof err !== 'object' || err === null || !(BRAND in err)) return false;
   return code === undefined || (err as Record<symbol, unknown>)[BRAND] === code;
@@ -65,3 +83,5 @@ export const isSchedulerStoppedError = (err: unknown): err is SchedulerStoppedEr
   hasCode(err, 'SCHEDULER_STOPPED');
 export const isMaxRunTimeError = (err: unknown): err is MaxRunTimeError =>
   hasCode(err, 'MAX_RUN_TIME');
+export const isLeaseAtRiskError = (err: unknown): err is LeaseAtRiskError =>
+  hasCode(err, 'LEASE_AT_RISK');

@@ -35,9 +35,15 @@ export interface InspectJobsOptions {
   limit?: number;
 }
 
-/** The key a job's schedule is announced on. */
-export const announcementKey = (prefix: string, job: string): string =>
-  `${jobKeys(prefix, job).running.slice(0, -'running'.length)}schedule`;
+/** Where a job's schedule is announced: one key per runner lease, `[start, end)`. */
+export const announcementRange = (prefix: string, job: string): [string, string] => {
+  const base = jobKeys(prefix, job).running.slice(0, -'running'.length);
+  return [`${base}schedule/`, `${base}schedule0`];
+};
+
+/** The key a replica on lease `leaseId` announces a job's schedule on. */
+export const announcementKey = (prefix: string, job: string, leaseId: bigint): string =>
+  `${announcementRange(prefix, job)[0]}${leaseId.toString(16)}`;
 
 /** Reads every job under the prefix: schedule, next fire and newest records. */
 export async function inspectJobs(
@@ -67,7 +73,10 @@ export async function inspectJobs(
       kvCall(
         client,
         `schedule of job ${JSON.stringify(job)}`,
-        (kv, o) => kv.range({ key: Buffer.from(announcementKey(prefix, job)) }, o),
+        (kv, o) => {
+          const [key, end] = announcementRange(prefix, job);
+          return kv.range({ key: Buffer.from(key), range_end: Buffer.from(end), limit: 1 }, o);
+        },
         {
           idempotent: true,
         },

@@ -34,7 +34,7 @@ describe('jobSettings', () => {
         overlap: 'allow',
         misfire: 'run-once',
         catchUpWindowMs: 60_000,
-        lateToleranceMs: 0,
+        lateToleranceMs: 100,
         maxRunMs: 5_000,
         startJitterMs: 250,
         timeZone: 'America/New_York',
@@ -58,6 +58,7 @@ describe('jobSettings', () => {
     rejects(() => jobSettings({ maxRunMs: '5s' }, true), 'options.maxRunMs', '"5s"');
     rejects(() => jobSettings({ startJitterMs: -1 }, true), 'options.startJitterMs', '>= 0', '-1');
     rejects(() => jobSettings({ lateToleranceMs: NaN }, true), 'options.lateToleranceMs', 'NaN');
+    rejects(() => jobSettings({ lateToleranceMs: 1 }, true), 'options.lateToleranceMs', '1');
     rejects(() => jobSettings({ retentionSeconds: 59 }, true), 'retentionSeconds', 'from 60', '59');
     rejects(() => jobSettings({ retentionSeconds: 90.5 }, true), 'whole number', '90.5');
     rejects(() => jobSettings('fast', true), 'options must be an object', '"fast"');

@@ -44,6 +44,8 @@ export const defaults = {
 export const limits = {
   /** A shorter period would spend most of its time claiming. */
   minEveryMs: 1_000,
+  /** Timers wake late by a few milliseconds at least, more under load. */
+  minLateToleranceMs: 100,
   /** setTimeout fires at once for longer delays; longer waits are re-armed in steps. */
   maxTimerMs: 2 ** 31 - 1,
   /** Below this a record could expire while a replica that is a little behind still needs it. */
@@ -266,10 +268,11 @@ export function jobSettings(options: unknown, cron: boolean): JobSettings {
       catchUpWindowMs,
     );
   }
+  // Timers wake a few milliseconds late: a tolerance below this would miss nearly every fire.
   const lateToleranceMs = ms(
     'options.lateToleranceMs',
     o.lateToleranceMs ?? defaults.lateToleranceMs,
-    0,
+    limits.minLateToleranceMs,
   );
   if (lateToleranceMs >= retentionSeconds * 1000) {
     throw invalid(

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isLeaseLostError, type Leasehold, type Session } from '@leasehold/core';
-import { kvCall } from '@leasehold/core/internal';
+import { closedSignal, kvCall } from '@leasehold/core/internal';
 import {
   jobKeys,
   recordError,
@@ -11,6 +11,7 @@ import {
 import { Claimer, type Claim } from './claimer.js';
 import {
   InvalidArgumentError,
+  LeaseAtRiskError,
   MaxRunTimeError,
   SchedulerStoppedError,
   isMaxRunTimeError,
@@ -129,6 +130,11 @@ export class Scheduler implements AsyncDisposable {
     this.#client = client;
     this.#settings = settings;
     this.#claimer = new Claimer(client, settings.runner, settings.now);
+    // A closed client can claim nothing more: stop, so the timers let the process exit.
+    const onClose = () => void this.stop({ drainMs: 0 }).catch(() => undefined);
+    const closed = closedSignal(client);
+    if (closed.aborted) onClose();
+    else closed.addEventListener('abort', onClose, { once: true });
   }
 
   /** The key prefix of this scheduler's claims and records. */
@@ -235,7 +241,7 @@ export class Scheduler implements AsyncDisposable {
    * process warning (`LEASEHOLD_DRAIN_TIMEOUT`) names it. Does not close the client or the
    * session. Idempotent: later calls wait for the first.
    */
-  stop(options: { drainMs?: number } = {}): Promise<void> {
+  async stop(options: { drainMs?: number } = {}): Promise<void> {
     if (typeof options !== 'object' || options === null) {
       throw invalid('options', 'an object { drainMs? }', options);
     }
@@ -318,7 +324,7 @@ export class Scheduler implements AsyncDisposable {
       timeZone: state.settings.timeZone,
       runner: this.#settings.runner,
     };
-    const key = Buffer.from(announcementKey(this.#settings.prefix, state.name));
+    const key = Buffer.from(announcementKey(this.#settings.prefix, state.name, session.leaseId));
     const value = Buffer.from(JSON.stringify(announcement));
     const lease = session.leaseId.toString();
     void kvCall(
@@ -341,12 +347,16 @@ export class Scheduler implements AsyncDisposable {
 
   /** The runner's lease: the given session, or the client's shared one (granted anew if lost). */
   async #session(): Promise<Session> {
-    const session = this.#settings.session;
-    if (session) {
-      session.throwIfLost();
-      return session;
+    const given = this.#settings.session;
+    given?.throwIfLost();
+    const session = given ?? (await this.#client.sharedSession(this.#stop.signal));
+    // Keepalives go out every third of the TTL: less than that left means they are failing, and
+    // a claim made now would likely end `lost` at once, taking the fire from replicas that could
+    // run it.
+    if (session.remainingMs() < (session.ttlSeconds * 1000) / 3) {
+      throw new LeaseAtRiskError(session.leaseId, session.remainingMs());
     }
-    return this.#client.sharedSession(this.#stop.signal);
+    return session;
   }
 
   async #fire(state: JobState, fireMs: number, attempt: Attempt): Promise<void> {
@@ -380,6 +390,11 @@ export class Scheduler implements AsyncDisposable {
         return this.#skipped.emit({ job, fireTime, reason, ...(holder ? { holder } : {}) });
       }
       this.#claimed.emit({ job, fireTime, token: claim.token, attempt });
+      if (this.#stop.signal.aborted) {
+        // Stopped while claiming: the job function must not run after stop() has returned.
+        const ended = { outcome: 'stopped' as const, durationMs: 0 };
+        return await this.#claimer.finish(claim, ended, (e) => this.#reportError(job, fireMs, e));
+      }
       await this.#run(state, claim, session);
     } catch (err) {
       if (this.#stop.signal.aborted && isSchedulerStoppedError(err)) return;
