@@ -125,3 +125,24 @@ describe('@leasehold/core, as the CLI found it', () => {
     });
   });
 });
+
+describe('process warnings', () => {
+  // An https:// endpoint given as an IP makes the TLS layer emit DEP0123 (ServerName set to an
+  // IP); a plain-http etcd then fails the handshake.
+  it('https to an IP endpoint of a plain-http etcd: one line, exit 69; --debug shows the warning as one line', async () => {
+    const https = endpoints[0]!.replace(/^http:/, 'https:');
+    expect(https).toMatch(/^https:\/\/\d+\.\d+\.\d+\.\d+:\d+$/);
+    const args = ['inspect', '--endpoints', https, '--dial-timeout', '1000'];
+    const plain = await runCli(args);
+    expect(oneLine(plain.stderr)).toMatch(
+      new RegExp(
+        `^leasehold: could not reach etcd at ${https} within 1000 ms \\(--dial-timeout\\): [^:]+$`,
+      ),
+    );
+    expect(plain.code).toBe(69);
+    const debug = await runCli([...args, '--debug']);
+    expect(debug.code).toBe(69);
+    expect(debug.stderr).toMatch(/^leasehold: warning: DeprecationWarning \[DEP0123\]: [^\n]+$/m);
+    expect(debug.stderr).not.toMatch(/^\(node:\d+\)/m);
+  });
+});

@@ -4,7 +4,9 @@
 // however it dies (SIGKILL included).
 //
 // Env: PROBE_PORT, CHILD_NAME; DIE_ON (comma-separated signals that end it, by default
-// SIGINT,SIGTERM,SIGHUP; others are only reported); EXIT_AFTER_MS and EXIT_CODE (end by itself).
+// SIGINT,SIGTERM,SIGHUP; others are only reported); STOP_DELAY_MS (after such a signal it takes
+// this long to clean up before it ends: a slow shutdown); EXIT_AFTER_MS and EXIT_CODE (end by
+// itself).
 // The probe may send {"cmd":"exit","code":N}.
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -12,6 +14,7 @@ import { createInterface } from 'node:readline';
 const now = () => performance.timeOrigin + performance.now();
 const name = process.env.CHILD_NAME ?? 'child';
 const dieOn = new Set((process.env.DIE_ON ?? 'SIGINT,SIGTERM,SIGHUP').split(',').filter(Boolean));
+const stopDelayMs = Number(process.env.STOP_DELAY_MS ?? 0);
 const socket = connect(Number(process.env.PROBE_PORT), '127.0.0.1');
 socket.setNoDelay(true);
 const send = (message, then) =>
@@ -32,10 +35,12 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
     send({ event: 'signal', signal }, () => {
       if (!dieOn.has(signal)) return;
-      send({ event: 'end', signal }, () => {
-        process.removeAllListeners(signal);
-        process.kill(process.pid, signal); // die by it, so leasehold sees 128+N
-      });
+      setTimeout(() => {
+        send({ event: 'end', signal }, () => {
+          process.removeAllListeners(signal);
+          process.kill(process.pid, signal); // die by it, so leasehold sees 128+N
+        });
+      }, stopDelayMs);
     });
   });
 }

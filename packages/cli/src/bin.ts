@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: warnings emitted while the other modules load are leasehold's to print.
+import './take-over-warnings.js';
 import { main, writer } from './cli.js';
 import { signalExitCode } from './exit-codes.js';
 

@@ -43,6 +43,21 @@ describe('help', () => {
     },
   );
 
+  it.each(['run', 'elect', 'observe', 'inspect', 'unlock'])(
+    'help %s prints the same help as --help, on stdout, and exits 0',
+    async (command) => {
+      const viaHelp = await run('help', command);
+      const viaFlag = await run(command, '--help');
+      expect(viaHelp).toEqual({ code: 0, stdout: viaFlag.stdout, stderr: '' });
+    },
+  );
+
+  it('help alone prints the overview on stdout and exits 0', async () => {
+    const { code, stdout, stderr } = await run('help');
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(stdout).toMatch(/^Usage: leasehold /);
+  });
+
   it('leasehold --help lists every command', async () => {
     const { code, stdout } = await run('--help');
     expect(code).toBe(0);

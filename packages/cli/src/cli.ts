@@ -3,14 +3,15 @@
  * one line on stderr and an exit code (exit-codes.ts).
  */
 import { readFileSync } from 'node:fs';
-import { isInvalidArgumentError, isLeaseholdError } from '@leasehold/core';
+import { isConnectError, isInvalidArgumentError, isLeaseholdError } from '@leasehold/core';
 import { Command, CommanderError, Option } from 'commander';
-import { addConnectionOptions, withFlagNames } from './connection.js';
+import { addConnectionOptions, connectMessage, withFlagNames } from './connection.js';
 import { CliError, exitCodeFor, exitCodes } from './exit-codes.js';
 import { DEFAULT_GRACE_MS, runAsLeader, runUnderLock } from './hold.js';
 import { inspect } from './inspect.js';
 import { observe } from './observe.js';
 import { unlock } from './unlock.js';
+import { showWarnings } from './warnings.js';
 
 export interface Io {
   stdout: NodeJS.WriteStream;
@@ -35,7 +36,8 @@ export function writer(stream: NodeJS.WritableStream): (text: string) => Promise
 export function errorText(err: unknown, debug: boolean): string {
   const code = exitCodeFor(err);
   const raw = err instanceof Error ? err.message : String(err);
-  const message = isLeaseholdError(err) ? withFlagNames(raw, isInvalidArgumentError(err)) : raw;
+  const named = isLeaseholdError(err) ? withFlagNames(raw, isInvalidArgumentError(err)) : raw;
+  const message = isConnectError(err) ? connectMessage(named) : named;
   const oneLine = message.replace(/\s*\n\s*/g, ' ');
   const hint =
     code === exitCodes.internal && !(isLeaseholdError(err) || debug)
@@ -138,6 +140,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   });
   program.hook('preAction', (_, action) => {
     debug = action.opts<{ debug?: boolean }>().debug === true;
+    // Process warnings and background clean-up errors: one line each, with --debug only.
+    showWarnings(debug ? (line) => void io.stderr.write(`${line}\n`) : undefined);
   });
 
   addConnectionOptions(
@@ -260,6 +264,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') {
         return exitCodes.ok;
       }
+      if (err.code === 'commander.help' && err.exitCode === 0) {
+        return exitCodes.ok; // `leasehold help [command]`: the help went to stdout
+      }
       if (err.code === 'commander.help' || err.code === 'commander.executeSubCommandAsync') {
         return exitCodes.usage; // `leasehold` alone: the help went to stderr
       }
@@ -276,5 +283,6 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return exitCodeFor(err);
   } finally {
     clearInterval(alive);
+    showWarnings(undefined);
   }
 }

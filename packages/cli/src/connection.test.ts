@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import {
   addConnectionOptions,
+  connectMessage,
   connectOptions,
   DEFAULT_ENDPOINTS,
   withFlagNames,
@@ -172,5 +173,25 @@ describe('SDK messages in terms of flags', () => {
     );
     expect(withFlagNames('election "x" was not won', false)).toBe('election "x" was not won');
     expect(withFlagNames('lock "x" is held')).toBe('lock "x" is held');
+  });
+});
+
+describe('the unreachable-etcd message', () => {
+  it('is one sentence: where, how long, and the last dial error once', () => {
+    expect(
+      connectMessage(
+        'could not reach etcd at http://10.0.0.5:2379 within 1000 ms (--dial-timeout): etcd connect failed: could not reach etcd at http://10.0.0.5:2379 (14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 10.0.0.5:2379. Resolution note: )',
+      ),
+    ).toBe(
+      'could not reach etcd at http://10.0.0.5:2379 within 1000 ms (--dial-timeout): connect ECONNREFUSED 10.0.0.5:2379',
+    );
+    expect(
+      connectMessage(
+        'could not reach etcd at http://a:1 within 700 ms (--dial-timeout): etcd connect failed: no answer from http://a:1 within 700 ms (callTimeoutMs)',
+      ),
+    ).toBe(
+      'could not reach etcd at http://a:1 within 700 ms (--dial-timeout): no answer from http://a:1 within 700 ms (callTimeoutMs)',
+    );
+    expect(connectMessage('something else')).toBe('something else');
   });
 });

@@ -10,6 +10,7 @@ import { connect, defaults, type ConnectOptions, type Leasehold } from '@leaseho
 import { Option, type Command } from 'commander';
 import { usageError } from './exit-codes.js';
 import { parseDurationMs } from './parse.js';
+import { debugLine } from './warnings.js';
 
 export const DEFAULT_ENDPOINTS = 'http://127.0.0.1:2379';
 
@@ -158,7 +159,11 @@ export async function connectWith(
   extra: Partial<ConnectOptions> = {},
 ): Promise<Leasehold> {
   const options = { ...connectOptions(flags), ...extra };
-  return connect(options);
+  const client = await connect(options);
+  // Background clean-up (a release or revoke retried while etcd is unreachable) is the SDK's
+  // business; without a listener it would print process warnings. --debug shows them.
+  client.onCleanupError((err) => debugLine(`clean-up: ${err.message}`));
+  return client;
 }
 
 /** SDK option names as the flags that set them, for messages. */
@@ -177,6 +182,23 @@ export const FLAG_OF: Record<string, string> = {
   election: 'the election name',
   'auth.username': '--user',
 };
+
+/**
+ * connect()'s ConnectError says where and how long, then repeats it in the last dial's error
+ * (`…: etcd connect failed: could not reach etcd at X (14 UNAVAILABLE: …)`): one sentence.
+ */
+export function connectMessage(message: string): string {
+  const m =
+    /^(could not reach etcd at .*? within \d+ ms \([\w-]+\)): etcd connect failed: (?:could not reach etcd at .*? \((.*)\)|(.*))$/s.exec(
+      message,
+    );
+  if (!m) return message;
+  const why = m[2] ?? m[3]!;
+  // gRPC's "14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED
+  // 10.0.0.5:2379. Resolution note: " says it in its last error.
+  const last = /Last error: (?:\w*Error: )?(.*?)\.?(?: Resolution note:.*)?$/s.exec(why)?.[1];
+  return `${m[1]}: ${last || why}`;
+}
 
 /**
  * An SDK message with option names as the flags that set them: the leading name of a

@@ -4,7 +4,7 @@
  *
  * `run` and `elect` pass the command's own code through (0–255, or 128+N when a signal ended
  * it), so leasehold's outcomes use codes that commands rarely choose: sysexits.h's 64–78 for
- * what that header names (usage, unavailable, software, permission), 80–83 for the outcomes of
+ * what that header names (usage, unavailable, software, permission), 80–84 for the outcomes of
  * a lock, and the shell's 126/127 for a command that could not be started.
  */
 import { constants } from 'node:os';
@@ -48,6 +48,11 @@ export const exitCodes = {
   lost: 82,
   /** `unlock`: no such key, or it changed since it was read; nothing was removed. */
   notFound: 83,
+  /**
+   * `run` / `elect`: the keeper process was killed from outside (kill -9, the OOM killer) while
+   * the command ran; leasehold killed the command's process group (SIGKILL).
+   */
+  keeperGone: 84,
   /** The command could not be executed (not executable, as in the shell). */
   cannotExecute: 126,
   /** The command was not found (as in the shell). */
@@ -67,15 +72,22 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode: number,
-    options?: { cause?: unknown; silent?: boolean },
+    options?: { cause?: unknown; silent?: boolean; keepLease?: boolean },
   ) {
     super(message, options);
     this.name = 'CliError';
     this.silent = options?.silent === true;
+    this.keepLease = options?.keepLease === true;
   }
 
   /** Nothing to print: the exit code says it all (Ctrl-C ending `observe`). */
   readonly silent: boolean;
+
+  /**
+   * Do not release the hold or revoke the lease: part of the command may still run, so the
+   * lock must pass on only when the lease expires (leasehold exits without renewing it).
+   */
+  readonly keepLease: boolean;
 }
 
 /** Shorthand for a usage error (64). */

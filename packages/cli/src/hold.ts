@@ -84,6 +84,8 @@ async function underHold(
   using signals = new Signals({ ignoreStop: true });
   const interrupted = signals.interrupted;
   const client = await connectWith(flags, { signal: interrupted });
+  /** Part of the command may still run: leave the lease to expire (see CliError.keepLease). */
+  let keepLease = false;
   try {
     const session = await client.session({ ttlSeconds: settings.ttlSeconds }).catch((err) => {
       if (interrupted.aborted) throw interrupted.reason;
@@ -126,11 +128,16 @@ async function underHold(
         signals,
         log: io.log,
       });
+    } catch (err) {
+      if (err instanceof CliError && err.keepLease) keepLease = true;
+      throw err;
     } finally {
-      await hold[Symbol.asyncDispose]();
+      if (!keepLease) await hold[Symbol.asyncDispose]();
     }
   } finally {
-    await client.close();
+    // Closing the client would revoke the lease. Without it, leasehold's exit stops the
+    // keepalives and etcd expires the lease within its TTL.
+    if (!keepLease) await client.close();
   }
 }
 

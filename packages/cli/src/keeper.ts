@@ -3,12 +3,16 @@
  * is stopped on time even when `leasehold` itself cannot act.
  *
  * `leasehold` holds the lease and tells the keeper, over an IPC channel, the local deadline of
- * its session each time a keepalive moves it. The keeper stops the command (SIGTERM to its
- * process group, SIGKILL after the grace period) when:
- * - `leasehold` says the lock or leadership is lost;
- * - the last deadline it was told passes: `leasehold` is frozen (SIGSTOP, a stalled event loop)
- *   or its updates stopped for any other reason, so the lock can no longer be trusted;
- * - the channel closes: `leasehold` died (SIGKILL, a crash) and will never release or renew.
+ * its session several times per keepalive interval (every message is also a sign of life). The
+ * keeper stops the command (SIGTERM to its process group, SIGKILL after the grace period) when:
+ * - `leasehold` says the lock or leadership is lost: SIGTERM at once, SIGKILL after the grace;
+ * - `leasehold` falls silent (frozen by SIGSTOP, a stalled event loop): SIGTERM at the deadline
+ *   minus the grace (at once if that has passed), SIGKILL at the deadline, so that nothing of
+ *   the command runs when etcd can expire the lease;
+ * - the channel closes: `leasehold` died (SIGKILL, a crash) and will never release or renew:
+ *   SIGTERM at once, SIGKILL after the grace or at the deadline, whichever comes first;
+ * - the deadline passes while `leasehold` is still heard (it is about to report the loss).
+ * With a grace of 0, or when the SIGKILL is due already, the keeper sends SIGKILL alone.
  *
  * Deadlines are on CLOCK_MONOTONIC (`process.hrtime`), which is one clock for every process on
  * the machine. The keeper imports nothing of the SDK, so it starts in a few tens of ms.
@@ -16,18 +20,29 @@
  * The command runs in a process group of its own (a new session), so that a lost lock stops
  * every process the command started, not just the first. Terminal signals therefore reach it
  * only through `leasehold`, which forwards them exactly once; the keeper ignores them itself.
+ * When the group's leader exits during a stop (a shell wrapper), the rest of the group keeps
+ * what is left of its grace before the SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { groupAlive, groupGone } from './group.js';
 import type { KeeperReport, KeeperRequest, StopCause } from './supervise.js';
 
 const monoMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+/** How long the keeper waits for a SIGKILLed group to be gone before it reports the exit. */
+const KILL_WAIT_MS = 2_000;
 
 let child: ChildProcess | undefined;
 let exited = false;
 let stopping: StopCause | undefined;
 let graceMs = 0;
+/** No message from leasehold for this long: it is frozen or stalled. */
+let silenceMs = Infinity;
+let heardAt = monoMs();
 let deadlineTimer: NodeJS.Timeout | undefined;
 let deadlineAt = Infinity;
+/** When the group gets SIGKILL, once stopping. */
+let killAt = Infinity;
 
 // Forwarded by leasehold; a terminal's Ctrl-C or Ctrl-Z must not stop the keeper itself (a
 // stopped keeper could not enforce the deadline while the command runs on).
@@ -55,27 +70,46 @@ function signalGroup(signal: NodeJS.Signals): void {
   }
 }
 
-function stop(cause: StopCause): void {
+/** Stops the command: SIGTERM now, SIGKILL at `killBy` (at once if that has come). */
+function stop(cause: StopCause, killBy: number): void {
   if (stopping !== undefined || exited || child?.pid === undefined) return;
   stopping = cause;
-  report({ type: 'stopping', cause });
+  clearTimeout(deadlineTimer);
+  const now = monoMs();
+  killAt = Math.max(now, graceMs === 0 ? now : killBy);
+  const killInMs = Math.round(killAt - now);
+  report({ type: 'stopping', cause, killInMs });
+  if (killInMs <= 0) return signalGroup('SIGKILL');
   signalGroup('SIGTERM');
-  setTimeout(() => signalGroup('SIGKILL'), graceMs).unref();
+  setTimeout(() => signalGroup('SIGKILL'), killInMs).unref();
 }
 
-function armDeadline(at: number): void {
-  deadlineAt = at;
+/** Acts on the deadline, or sets a timer for the next moment it may have to. */
+function check(): void {
   clearTimeout(deadlineTimer);
-  const check = () => {
-    const left = deadlineAt - monoMs();
-    if (left <= 0) return stop('deadline');
-    deadlineTimer = setTimeout(check, Math.min(left, 2 ** 31 - 1));
-  };
-  check();
+  if (stopping !== undefined || exited) return;
+  const now = monoMs();
+  const silent = now - heardAt >= silenceMs;
+  // Nobody will act for leasehold: the SIGKILL must land by the deadline.
+  if (silent && now >= deadlineAt - graceMs) return stop('deadline', deadlineAt);
+  if (now >= deadlineAt) return stop('deadline', now + graceMs);
+  const next = silent
+    ? deadlineAt - graceMs
+    : Math.min(deadlineAt, Math.max(deadlineAt - graceMs, heardAt + silenceMs));
+  deadlineTimer = setTimeout(check, Math.min(Math.max(1, next - now), 2 ** 31 - 1));
+}
+
+function heard(at: number): void {
+  heardAt = monoMs();
+  deadlineAt = at;
+  if (child?.pid !== undefined) check();
 }
 
 function start(request: Extract<KeeperRequest, { type: 'start' }>): void {
   graceMs = request.graceMs;
+  silenceMs = request.silenceMs;
+  deadlineAt = request.deadlineAt;
+  heardAt = monoMs();
   child = spawn(request.file, request.args, {
     stdio: 'inherit',
     env: request.env,
@@ -90,14 +124,24 @@ function start(request: Extract<KeeperRequest, { type: 'start' }>): void {
   });
   child.once('spawn', () => {
     report({ type: 'started', pid: child!.pid! });
-    armDeadline(request.deadlineAt);
+    check();
   });
   child.once('exit', (code, signal) => {
     exited = true;
     clearTimeout(deadlineTimer);
-    // After a loss nothing of the command may outlive it: stragglers in its group go too.
-    if (stopping !== undefined) signalGroup('SIGKILL');
-    report({ type: 'exit', code, signal, stopped: stopping }, () => process.exit(0));
+    const done = (lingering: boolean) =>
+      report({ type: 'exit', code, signal, stopped: stopping, lingering }, () => process.exit(0));
+    if (stopping === undefined) return done(false);
+    // After a loss nothing of the command may outlive it. The rest of its group (the leader
+    // may be a shell wrapper) keeps what is left of its grace, then gets SIGKILL.
+    const pgid = child!.pid!;
+    void groupGone(pgid, killAt)
+      .then(async (gone) => {
+        if (gone) return true;
+        signalGroup('SIGKILL');
+        return groupGone(pgid, monoMs() + KILL_WAIT_MS);
+      })
+      .then((gone) => done(!gone && groupAlive(pgid)));
   });
 }
 
@@ -106,15 +150,17 @@ process.on('message', (message: KeeperRequest) => {
     case 'start':
       return start(message);
     case 'deadline':
-      return armDeadline(message.at);
+      return heard(message.at);
     case 'signal':
+      heardAt = monoMs();
       return signalGroup(message.signal);
     case 'lost':
-      return stop('lost');
+      return stop('lost', monoMs() + graceMs);
   }
 });
 
 process.on('disconnect', () => {
   if (child === undefined) process.exit(0);
-  stop('parent-gone');
+  const now = monoMs();
+  stop('parent-gone', Math.min(now + graceMs, Math.max(now, deadlineAt)));
 });

@@ -1,6 +1,6 @@
 import { LockLostError } from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
-import { commandEnv, deadlineTickMs, lossReason, shellWords } from './supervise.js';
+import { commandEnv, deadlineTickMs, lossReason, shellWords, silenceMs } from './supervise.js';
 
 describe('the command environment', () => {
   it("adds the hold's variables and drops leasehold's IPC channel", () => {
@@ -14,11 +14,18 @@ describe('the command environment', () => {
 
 describe('deadline updates to the keeper', () => {
   it('come several times per keepalive interval (TTL/3), within bounds', () => {
-    expect(deadlineTickMs(2_000)).toBe(200);
-    expect(deadlineTickMs(10_000)).toBe(500);
+    expect(deadlineTickMs(2_000)).toBe(100);
+    expect(deadlineTickMs(3_000)).toBe(150);
+    expect(deadlineTickMs(10_000)).toBe(250);
     expect(deadlineTickMs(100)).toBe(50);
     for (const ttlMs of [2_000, 10_000, 60_000])
       expect(deadlineTickMs(ttlMs)).toBeLessThan(ttlMs / 3);
+  });
+
+  it('the keeper takes leasehold for frozen after three missed ticks, well within TTL/3', () => {
+    expect(silenceMs(3_000)).toBe(450);
+    for (const ttlMs of [2_000, 3_000, 10_000, 60_000])
+      expect(silenceMs(ttlMs)).toBeLessThan(ttlMs / 3);
   });
 });
 

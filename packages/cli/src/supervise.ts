@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { exitCodes, signalExitCode, CliError } from './exit-codes.js';
 import { formatDuration } from './format.js';
+import { groupGone } from './group.js';
 import type { Signals } from './signals.js';
 
 /** Why the keeper stopped the command. */
@@ -20,8 +21,11 @@ export type KeeperRequest =
       args: string[];
       env: NodeJS.ProcessEnv;
       graceMs: number;
+      /** No message from leasehold for this long: the keeper takes it for frozen. */
+      silenceMs: number;
       deadlineAt: number;
     }
+  /** The session's deadline, sent every tick whether it moved or not: a sign of life too. */
   | { type: 'deadline'; at: number }
   | { type: 'signal'; signal: NodeJS.Signals }
   | { type: 'lost' };
@@ -30,12 +34,15 @@ export type KeeperRequest =
 export type KeeperReport =
   | { type: 'started'; pid: number }
   | { type: 'spawn-error'; code: string; message: string }
-  | { type: 'stopping'; cause: StopCause }
+  /** `killInMs`: when the SIGKILL comes; 0: it was sent alone, without a SIGTERM. */
+  | { type: 'stopping'; cause: StopCause; killInMs: number }
   | {
       type: 'exit';
       code: number | null;
       signal: NodeJS.Signals | null;
       stopped: StopCause | undefined;
+      /** After a stop: part of the command's group could not be killed. */
+      lingering: boolean;
     };
 
 /** What a held lock and a leadership have in common, as far as running a command goes. */
@@ -83,8 +90,14 @@ export function commandEnv(
 
 /** How often the keeper hears the session's deadline: well within a keepalive interval. */
 export function deadlineTickMs(ttlMs: number): number {
-  return Math.max(50, Math.min(500, Math.floor(ttlMs / 10)));
+  return Math.max(50, Math.min(250, Math.floor(ttlMs / 20)));
 }
+
+/** After this long without a message, the keeper takes leasehold for frozen: three ticks. */
+export const silenceMs = (ttlMs: number): number => 3 * deadlineTickMs(ttlMs);
+
+/** How long leasehold waits for the command's group to die after SIGKILLing it itself. */
+const KILL_WAIT_MS = 5_000;
 
 /** Why a hold ended, in words: the SDK's reason without its repetition of key and token. */
 export function lossReason(reason: unknown): string {
@@ -92,8 +105,8 @@ export function lossReason(reason: unknown): string {
   return / is lost: (.*)$/s.exec(reason.message)?.[1] ?? reason.message;
 }
 
-const stopping = (graceMs: number) =>
-  graceMs === 0 ? 'SIGKILL' : `SIGTERM, then SIGKILL after ${formatDuration(graceMs)}`;
+const stopping = (killInMs: number) =>
+  killInMs <= 0 ? 'SIGKILL' : `SIGTERM, then SIGKILL after ${formatDuration(killInMs)}`;
 
 /** A command line as a shell would read it back, for messages. */
 export function shellWords(words: readonly string[]): string {
@@ -128,17 +141,18 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
 
   let lostNoticed = false;
   /** `running`: the command has not exited yet, so it is being stopped. */
-  const onLost = (running = true) => {
+  const onLost = (running = true, killInMs = options.graceMs) => {
     if (lostNoticed) return;
     lostNoticed = true;
     const why = `${options.what} (token ${hold.token}) lost: ${lossReason(hold.signal.reason)}`;
-    log(running ? `${why}; stopping the command (${stopping(options.graceMs)})` : why);
+    log(running ? `${why}; stopping the command (${stopping(killInMs)})` : why);
     if (running) send({ type: 'lost' });
   };
 
   const abortListener = () => onLost();
   let tick: NodeJS.Timeout | undefined;
   let pid: number | undefined;
+  let exitReported = false;
   try {
     return await new Promise<number>((resolve, reject) => {
       keeper.on('message', (report: KeeperReport) => {
@@ -147,7 +161,7 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
             pid = report.pid;
             return;
           case 'stopping':
-            if (report.cause === 'deadline') onLost();
+            if (report.cause === 'deadline') onLost(true, report.killInMs);
             return;
           case 'spawn-error': {
             const [code, why] =
@@ -157,6 +171,16 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
             return reject(new CliError(`${why}: ${file}`, code));
           }
           case 'exit': {
+            exitReported = true;
+            if (report.lingering) {
+              return reject(
+                new CliError(
+                  `${options.what} (token ${hold.token}): part of the command (process group ${pid}) survived SIGKILL; the lock is not released: it expires within ${hold.session.ttlSeconds}s`,
+                  exitCodes.lost,
+                  { keepLease: true },
+                ),
+              );
+            }
             // Reading the signal checks the session's deadline: a loss that happened while the
             // command ran counts, even if no timer has reported it yet.
             if (hold.signal.aborted || report.stopped !== undefined || lostNoticed) {
@@ -169,11 +193,34 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
       });
       // 'close' comes after the IPC channel is drained: the exit report, if any, came first.
       keeper.once('close', (code, signal) => {
-        const running = pid === undefined ? '' : `; the command (pid ${pid}) may still be running`;
-        reject(
-          new CliError(
-            `the keeper process ended unexpectedly (${signal ?? `code ${code}`})${running}`,
-            exitCodes.internal,
+        if (exitReported) return;
+        // Killed from outside (the OOM killer, a kill -9): not a bug of leasehold.
+        const exitCode = signal === null ? exitCodes.internal : exitCodes.keeperGone;
+        const ended = `the keeper process ended unexpectedly (${signal ?? `code ${code}`})`;
+        const expires = `the lock is not released: it expires within ${hold.session.ttlSeconds}s`;
+        if (pid === undefined) {
+          // The command may have started without our hearing of it: it cannot be found.
+          return reject(new CliError(`${ended}; ${expires}`, exitCode, { keepLease: true }));
+        }
+        // The command runs in its own group, unsupervised: kill all of it before the lock can
+        // go to anyone else, and release only once it is gone.
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+        void groupGone(pid, monoMs() + KILL_WAIT_MS).then((gone) =>
+          reject(
+            gone
+              ? new CliError(
+                  `${ended}; the command (process group ${pid}) was killed (SIGKILL)`,
+                  exitCode,
+                )
+              : new CliError(
+                  `${ended}; the command (process group ${pid}) survived SIGKILL; ${expires}`,
+                  exitCode,
+                  { keepLease: true },
+                ),
           ),
         );
       });
@@ -185,17 +232,16 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
         args,
         env: commandEnv(process.env, options.env),
         graceMs: options.graceMs,
+        silenceMs: silenceMs(hold.session.ttlSeconds * 1000),
         deadlineAt: deadline(),
       });
       signals.forward((signal) => send({ type: 'signal', signal }));
       if (hold.signal.aborted) onLost();
       else hold.signal.addEventListener('abort', abortListener, { once: true });
-      let last = 0;
       tick = setInterval(
         () => {
           if (hold.signal.aborted) return onLost();
-          const at = deadline();
-          if (Math.abs(at - last) >= 1) send({ type: 'deadline', at: (last = at) });
+          send({ type: 'deadline', at: deadline() });
         },
         deadlineTickMs(hold.session.ttlSeconds * 1000),
       );
