@@ -41,6 +41,9 @@ import {
   type SchedulerOptions,
 } from './options.js';
 
+/** How often a claim waiting for its lease's renewal looks again. */
+const RENEWAL_POLL_MS = 50;
+
 /** What a run gets. */
 export interface RunContext {
   /**
@@ -305,7 +308,17 @@ export class Scheduler implements AsyncDisposable {
     }
     // At start-up with nothing due, "now" is the point after which fires are this replica's.
     state.afterMs = plan.handledMs ?? state.afterMs ?? nowMs;
-    for (const claim of plan.claims) this.#track(this.#fire(state, claim.fireMs, claim.attempt));
+    if (state.settings.overlap === 'skip') {
+      // One after the other: a fire reached late must not be skipped as overlapping the run of
+      // the fire just before it, claimed in the same wake.
+      let chain = Promise.resolve();
+      for (const { fireMs, attempt } of plan.claims) {
+        chain = chain.then(() => this.#fire(state, fireMs, attempt));
+      }
+      if (plan.claims.length > 0) this.#track(chain);
+    } else {
+      for (const claim of plan.claims) this.#track(this.#fire(state, claim.fireMs, claim.attempt));
+    }
     const next = state.fires.next(Math.max(nowMs, state.afterMs));
     if (next === undefined) return;
     // The wall clock is read again at the wake: a timer that fires early just re-arms.
@@ -350,12 +363,16 @@ export class Scheduler implements AsyncDisposable {
     const given = this.#settings.session;
     given?.throwIfLost();
     const session = given ?? (await this.#client.sharedSession(this.#stop.signal));
-    // Keepalives go out every third of the TTL: less than that left means they are failing, and
-    // a claim made now would likely end `lost` at once, taking the fire from replicas that could
-    // run it.
-    if (session.remainingMs() < (session.ttlSeconds * 1000) / 3) {
-      throw new LeaseAtRiskError(session.leaseId, session.remainingMs());
+    // Keepalives go out every third of the TTL: less than that left means they are late (this
+    // process just woke from a stall: the next answer comes within moments) or failing (a claim
+    // made now would likely end `lost` at once, taking the fire from replicas that could run
+    // it). Wait for a renewal while the lease lasts; claim nothing on a lease that gets none.
+    const healthy = () => session.remainingMs() >= (session.ttlSeconds * 1000) / 3;
+    const until = performance.now() + session.remainingMs();
+    while (!healthy() && !session.isLost && performance.now() < until) {
+      await sleep(RENEWAL_POLL_MS, undefined, { signal: this.#stop.signal });
     }
+    if (!healthy()) throw new LeaseAtRiskError(session.leaseId, session.remainingMs());
     return session;
   }
 
