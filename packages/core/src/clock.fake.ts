@@ -355,7 +355,7 @@ export type FakeCall<Req, Res> = (
   apply: () => Res,
 ) => Res | Promise<Res>;
 
-interface GrantResponse {
+export interface GrantResponse {
   ID: string;
   TTL: string;
   header: ReturnType<typeof headerAt>;

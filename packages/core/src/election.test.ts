@@ -1,43 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { fakeClock, fakeEtcd, fakeWatch, flush, track } from './clock.fake.js';
-import { campaign, type ElectionMaker } from './election.js';
+import { flush, track } from './clock.fake.js';
+import { CANDIDATE_KEY, fakeElections } from './election.fake.js';
+import { campaign } from './election.js';
 import {
   isCampaignTimeoutError,
   isInvalidArgumentError,
   isLeadershipLostError,
   isLeadershipResignedError,
 } from './errors.js';
-import { Queue } from './queue.js';
-import { Session } from './session.js';
 
-/** The lease the fake grants first (255), as it appears in key names. */
-const KEY = 'E/e/ff';
-
-async function setup() {
-  const clock = fakeClock();
-  const fake = fakeEtcd();
-  const session = await Session.create(fake.etcd, clock, () => {}, {
-    ttlSeconds: 3_600,
-    safetyMarginMs: 0,
-  });
-  await flush();
-  const watch = fakeWatch('E/');
-  const elections = new Queue(
-    fake.etcd,
-    watch.watch,
-    clock,
-    () => {},
-    'election',
-    () => session,
-  );
-  const maker: ElectionMaker = {
-    elections,
-    clock,
-    closed: new AbortController().signal,
-    sharedSession: async () => session,
-  };
-  return { clock, session, watch, maker, ...fake };
-}
+const KEY = CANDIDATE_KEY;
+const setup = fakeElections;
 
 describe('campaign', () => {
   it('writes the value on the candidate key and resolves when first, with the create revision as token', async () => {

@@ -1,38 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
-import { deferred, fakeClock, fakeEtcd, fakeWatch, flush, track } from './clock.fake.js';
-import type { ElectionMaker } from './election.js';
+import { deferred, flush, track } from './clock.fake.js';
+import { CANDIDATE_KEY, fakeElections } from './election.fake.js';
 import { isInvalidArgumentError, isLeadershipLostError } from './errors.js';
 import { lead, type LeaderContext } from './lead.js';
-import { Queue } from './queue.js';
-import { Session } from './session.js';
 
-const KEY = 'E/e/ff';
+const KEY = CANDIDATE_KEY;
 
 async function setup() {
-  const clock = fakeClock();
-  const fake = fakeEtcd();
-  const session = await Session.create(fake.etcd, clock, () => {}, {
-    ttlSeconds: 3_600,
-    safetyMarginMs: 0,
-  });
-  await flush();
-  const watch = fakeWatch('E/');
-  const elections = new Queue(
-    fake.etcd,
-    watch.watch,
-    clock,
-    () => {},
-    'election',
-    () => session,
-  );
-  const maker: ElectionMaker = {
-    elections,
-    clock,
-    closed: new AbortController().signal,
-    sharedSession: async () => session,
-  };
   const terms: LeaderContext[] = [];
-  return { clock, session, watch, maker, terms, ...fake };
+  return { ...(await fakeElections()), terms };
 }
 
 describe('lead', () => {

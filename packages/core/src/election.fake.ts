@@ -1,0 +1,37 @@
+/**
+ * An election maker on the fakes of `clock.fake.ts`: one session (lease 255, one hour's TTL,
+ * so it outlives every clock movement), a queue over the fake watch of `E/`.
+ */
+import { fakeClock, fakeEtcd, fakeWatch, flush } from './clock.fake.js';
+import type { ElectionMaker } from './election.js';
+import { Queue } from './queue.js';
+import { Session } from './session.js';
+
+/** The key of lease 255's candidacy in the election `e`. */
+export const CANDIDATE_KEY = 'E/e/ff';
+
+export async function fakeElections() {
+  const clock = fakeClock();
+  const fake = fakeEtcd();
+  const session = await Session.create(fake.etcd, clock, () => {}, {
+    ttlSeconds: 3_600,
+    safetyMarginMs: 0,
+  });
+  await flush();
+  const watch = fakeWatch('E/');
+  const elections = new Queue(
+    fake.etcd,
+    watch.watch,
+    clock,
+    () => {},
+    'election',
+    () => session,
+  );
+  const maker: ElectionMaker = {
+    elections,
+    clock,
+    closed: new AbortController().signal,
+    sharedSession: async () => session,
+  };
+  return { clock, session, watch, maker, ...fake };
+}
