@@ -111,6 +111,7 @@ export async function tryAcquire(
     signal,
     lostError,
     turnSignal,
+    withHolder: true,
   });
   if (entry.isFirst) return Lock.held(entry, name);
   const holder = entry.holder!;

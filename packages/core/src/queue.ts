@@ -75,7 +75,14 @@ export class Queue {
   async join(
     segment: string,
     session: Session,
-    opts: { value: Buffer; signal: AbortSignal; lostError: LostError; turnSignal?: AbortSignal },
+    opts: {
+      value: Buffer;
+      signal: AbortSignal;
+      lostError: LostError;
+      turnSignal?: AbortSignal;
+      /** Read the holder's value too (for `LockTakenError`); otherwise `holder` has keys only. */
+      withHolder?: boolean;
+    },
   ): Promise<Entry> {
     const range = this.range(segment);
     const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
@@ -87,19 +94,22 @@ export class Queue {
       slot.leave();
       throw err;
     }
-    // The queue's keys (without values, which may be large) and the first key with its value.
+    // The queue's keys (without values, which may be large), and, for a caller that reports the
+    // holder, the first key with its value (a sorted range: only when asked for).
     const span = { key: Buffer.from(range), range_end: prefixEnd(range) };
-    const all = { request_range: { ...span, keys_only: true } };
-    const first = {
-      request_range: { ...span, sort_order: 'Ascend', sort_target: 'Create', limit: 1 },
-    } as const;
+    const reads: IRequestOp[] = [{ request_range: { ...span, keys_only: true } }];
+    if (opts.withHolder) {
+      reads.push({
+        request_range: { ...span, sort_order: 'Ascend', sort_target: 'Create', limit: 1 },
+      });
+    }
     const put = { key, value: opts.value, lease: session.leaseId.toString() };
     const sent = this.etcd.txn(
       `${this.noun} join`,
       {
         compare: [byCreate(key, 0n)],
-        success: [{ request_put: put }, all, first],
-        failure: [{ request_range: { key } }, all, first],
+        success: [{ request_put: put }, ...reads],
+        failure: [{ request_range: { key } }, ...reads],
       },
       { idempotent: true },
     );
@@ -126,7 +136,7 @@ export class Queue {
     const adopted = res.succeeded ? undefined : res.responses[0]!.response_range.kvs[0]!;
     const value = adopted?.value ?? opts.value;
     const entry = new Entry(this, session, slot, key.toString(), token, value, opts.lostError);
-    const holder = res.responses[2]!.response_range.kvs[0];
+    const holder = opts.withHolder ? res.responses[2]!.response_range.kvs[0] : ahead[0];
     entry.listen(ahead, BigInt(res.header.revision), {
       holder: holder && revisionOf(holder) < token ? holder : undefined,
       adopted,
@@ -209,7 +219,10 @@ export class Entry {
   readonly #first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
   #stop = () => {};
   #removing: Promise<void> | undefined;
-  /** The first key of the queue (with its value) when this entry joined, if not this one. */
+  /**
+   * The first key of the queue when this entry joined, if not this one: with its value if the
+   * join asked for it (`withHolder`), else keys only.
+   */
   holder: IKeyValue | undefined;
 
   constructor(
