@@ -6,8 +6,6 @@
  * Workers report times as wall-clock ms (performance.timeOrigin + performance.now()); this file
  * reads the same clock, so times from different processes compare.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connect, type LeaderState } from '@leasehold/core';
 import { fenceTableDDL } from '@leasehold/fence/postgres';
@@ -15,6 +13,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
 import { describeWith, findPostgres, ownSchema } from '../fence/stores.js';
 import { withDeadline } from './workers/worker.js';
+import { WorkerProcess as Proc } from '../setup/worker-process.js';
 
 const endpoints = sharedEndpoints();
 const admin = etcdClient(endpoints);
@@ -28,99 +27,10 @@ const serviceScript = fileURLToPath(
 const FENCE_TABLE = 'election_fence';
 const LOG_TABLE = 'election_log';
 
-type Msg = Record<string, unknown>;
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-/** Every child still running; afterEach kills them whatever the test's outcome. */
-const running = new Set<Proc>();
 /** Key prefixes of the current test; afterEach revokes the leases of killed children's keys. */
 const prefixes: string[] = [];
 
-/** A worker process: requests and answers by seq, and the events it reported, in order. */
-class Proc {
-  readonly events: Msg[] = [];
-  /** Settles once the process exited and its stdout is read to the end. */
-  readonly closed: Promise<Exit>;
-  readonly #pending = new Map<number, (msg: Msg) => void>();
-  #seq = 0;
-
-  private constructor(
-    readonly name: string,
-    readonly child: ChildProcess,
-  ) {
-    running.add(this);
-    this.closed = new Promise((resolve) =>
-      child.once('close', (code, signal) => {
-        running.delete(this);
-        resolve({ code, signal });
-      }),
-    );
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const msg = JSON.parse(line) as Msg;
-      if (typeof msg.seq !== 'number') return void this.events.push(msg);
-      this.#pending.get(msg.seq)?.(msg);
-      this.#pending.delete(msg.seq);
-    });
-  }
-
-  static async start(name: string, script: string, args: string[], env: Record<string, string>) {
-    const child = spawn(process.execPath, [script, ...args], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-      env: { ...process.env, ...env },
-    });
-    const proc = new Proc(name, child);
-    await proc.event((m) => m.ready === true, `${name} ready`, 20_000);
-    return proc;
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  /** Sends a command; the answer, or an error if the process exits first or `ms` pass. */
-  request(cmd: string, args: Msg = {}, ms = 30_000): Promise<Msg> {
-    const seq = ++this.#seq;
-    const answer = new Promise<Msg>((resolve, reject) => {
-      this.#pending.set(seq, (msg) =>
-        msg.failed
-          ? reject(new Error(`${this.name} ${cmd}: ${JSON.stringify(msg)}`))
-          : resolve(msg),
-      );
-      void this.closed.then((exit) =>
-        reject(new Error(`${this.name} exited (${JSON.stringify(exit)}) before answering ${cmd}`)),
-      );
-    });
-    this.child.stdin!.write(`${JSON.stringify({ seq, cmd, ...args })}\n`);
-    return withDeadline(answer, ms, `${this.name} ${cmd}`);
-  }
-
-  /** The first event (already reported or still to come) that matches. */
-  event(match: (msg: Msg) => boolean, what: string, timeoutMs = 15_000): Promise<Msg> {
-    return waitFor(() => this.events.find(match), { timeoutMs, what });
-  }
-
-  kill(signal: NodeJS.Signals): number {
-    this.child.kill(signal);
-    return now();
-  }
-
-  /** Ends stdin (a candidate then closes its client and exits) and waits for the exit. */
-  async stop(): Promise<Exit> {
-    this.child.stdin!.end();
-    return withDeadline(this.closed, 15_000, `${this.name} exit after stdin closed`);
-  }
-}
-
 afterEach(async () => {
-  const left = [...running];
-  for (const proc of left) {
-    proc.child.kill('SIGCONT');
-    proc.child.kill('SIGKILL');
-  }
-  await Promise.all(left.map((proc) => proc.closed));
   // Killed candidates leave keys on leases that would outlive the test by up to 30 s.
   for (const prefix of prefixes.splice(0)) {
     const kvs = await admin.getAll().prefix(prefix).exec();
@@ -197,7 +107,7 @@ describeWith(postgres, 'elections between processes', (url) => {
   }
 
   const candidate = (name: string, prefix: string) =>
-    Proc.start(name, candidateScript, [endpoints.join(','), prefix, name], env());
+    Proc.start(name, candidateScript, env(), [endpoints.join(','), prefix, name]);
 
   const service = (
     name: string,
@@ -206,12 +116,13 @@ describeWith(postgres, 'elections between processes', (url) => {
     ttlSeconds: number,
     unitMs: number,
   ) =>
-    Proc.start(
+    Proc.start(name, serviceScript, { ...env(), UNIT_MS: String(unitMs) }, [
+      endpoints.join(','),
+      prefix,
+      election,
       name,
-      serviceScript,
-      [endpoints.join(','), prefix, election, name, String(ttlSeconds)],
-      { ...env(), UNIT_MS: String(unitMs) },
-    );
+      String(ttlSeconds),
+    ]);
 
   it('five lead() processes, leaders SIGKILLed four times: one leader at a time, tokens grow, a leader again after each kill', async () => {
     const prefix = electionPrefix('five');
@@ -378,7 +289,7 @@ describeWith(postgres, 'elections between processes', (url) => {
     expect(electedAt).toBeLessThanOrEqual(expiresBy + 1000);
     expect(remaining).toBeGreaterThan(0);
     expect(remaining).toBeLessThanOrEqual(ttl);
-    expect((await b.stop()).code).toBe(0);
+    expect((await b.endInput()).code).toBe(0);
   }, 60_000);
 
   it('SIGSTOP of the leader past its TTL: a new leader is elected; after SIGCONT the old one sees its signal aborted before writing, and its old token is refused', async () => {
@@ -423,8 +334,8 @@ describeWith(postgres, 'elections between processes', (url) => {
     expect(firstOfB).toBeGreaterThan(0);
     expect(log.slice(firstOfB).every((r) => r.worker === 'b')).toBe(true);
     expect(await fenceOf(election)).toBe(BigInt(elected.token as string));
-    expect((await a.stop()).code).toBe(0);
-    expect((await b.stop()).code).toBe(0);
+    expect((await a.endInput()).code).toBe(0);
+    expect((await b.endInput()).code).toBe(0);
   }, 60_000);
 
   it('lead() shut down with SIGTERM drains its work, resigns and exits 0; the next candidate leads long before the 30 s TTL', async () => {
@@ -521,8 +432,8 @@ describeWith(postgres, 'elections between processes', (url) => {
     await again.request('resign');
     const bLed = await waitFor(() => valueOf(waiting), { what: 'b elected after the resign' });
     expect(BigInt(bLed.token as string)).toBeGreaterThan(BigInt(led.token as string));
-    expect((await again.stop()).code).toBe(0);
-    expect((await b.stop()).code).toBe(0);
+    expect((await again.endInput()).code).toBe(0);
+    expect((await b.endInput()).code).toBe(0);
   }, 60_000);
 
   it('a waiting candidate restarted with its lease id keeps its place in the queue', async () => {
@@ -571,6 +482,6 @@ describeWith(postgres, 'elections between processes', (url) => {
     await again.request('resign');
     const cLed = await waitFor(() => valueOf(cWaiting), { what: 'c elected after b resigned' });
     expect(BigInt(cLed.token as string)).toBeGreaterThan(BigInt(bLed.token as string));
-    for (const proc of [lead, again, c]) expect((await proc.stop()).code).toBe(0);
+    for (const proc of [lead, again, c]) expect((await proc.endInput()).code).toBe(0);
   }, 60_000);
 });

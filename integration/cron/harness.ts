@@ -3,120 +3,18 @@
  * schema where every run writes one fenced row, and the counts (duplicates, misses) read back
  * from that table.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { fenceTableDDL } from '@leasehold/fence/postgres';
-import { afterEach, beforeAll } from 'vitest';
+import { beforeAll } from 'vitest';
 import { waitFor } from '../setup/etcd.js';
 import { ownSchema } from '../fence/stores.js';
-import { withDeadline } from '../core/workers/worker.js';
-
-export type Msg = Record<string, unknown>;
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
 
 export const replicaScript = fileURLToPath(new URL('./workers/replica.mjs', import.meta.url));
 export const nodeCronScript = fileURLToPath(
   new URL('./workers/node-cron-worker.mjs', import.meta.url),
 );
 
-/** Every child still running; afterEach kills them whatever the test's outcome. */
-const running = new Set<Proc>();
-
-afterEach(async () => {
-  const left = [...running];
-  for (const proc of left) {
-    proc.child.kill('SIGCONT');
-    proc.child.kill('SIGKILL');
-  }
-  await Promise.all(left.map((proc) => proc.closed));
-});
-
-/** A worker process: requests and answers by seq, and the events it reported, in order. */
-export class Proc {
-  readonly events: Msg[] = [];
-  readonly closed: Promise<Exit>;
-  readonly #pending = new Map<number, (msg: Msg) => void>();
-  #seq = 0;
-
-  private constructor(
-    readonly name: string,
-    readonly child: ChildProcess,
-  ) {
-    running.add(this);
-    this.closed = new Promise((resolve) =>
-      child.once('close', (code, signal) => {
-        running.delete(this);
-        resolve({ code, signal });
-      }),
-    );
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      const msg = JSON.parse(line) as Msg;
-      if (typeof msg.seq !== 'number') return void this.events.push(msg);
-      this.#pending.get(msg.seq)?.(msg);
-      this.#pending.delete(msg.seq);
-    });
-  }
-
-  static async start(name: string, script: string, env: Record<string, string>): Promise<Proc> {
-    const child = spawn(process.execPath, [script], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-      env: { ...process.env, NAME: name, ...env },
-    });
-    const proc = new Proc(name, child);
-    await proc.event((m) => m.ready === true, `${name} ready`, 20_000);
-    return proc;
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  request(cmd: string, args: Msg = {}, ms = 30_000): Promise<Msg> {
-    const seq = ++this.#seq;
-    const answer = new Promise<Msg>((resolve, reject) => {
-      this.#pending.set(seq, (msg) =>
-        msg.failed
-          ? reject(new Error(`${this.name} ${cmd}: ${JSON.stringify(msg)}`))
-          : resolve(msg),
-      );
-      void this.closed.then((exit) =>
-        reject(new Error(`${this.name} exited (${JSON.stringify(exit)}) before answering ${cmd}`)),
-      );
-    });
-    this.child.stdin!.write(`${JSON.stringify({ seq, cmd, ...args })}\n`);
-    return withDeadline(answer, ms, `${this.name} ${cmd}`);
-  }
-
-  /** The first event (already reported or still to come) that matches. */
-  event(match: (msg: Msg) => boolean, what: string, timeoutMs = 15_000): Promise<Msg> {
-    return waitFor(() => this.events.find(match), { timeoutMs, what });
-  }
-
-  /** Events of one kind. */
-  all(event: string): Msg[] {
-    return this.events.filter((m) => m.event === event);
-  }
-
-  kill(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
-  }
-
-  /** SIGTERM (the replica stops its scheduler, draining runs) and waits for a clean exit. */
-  async terminate(): Promise<Exit> {
-    this.child.kill('SIGTERM');
-    return withDeadline(this.closed, 30_000, `${this.name} exit after SIGTERM`);
-  }
-
-  /** Ends stdin (the node-cron worker stops its task) and waits for the exit. */
-  async endInput(): Promise<Exit> {
-    this.child.stdin!.end();
-    return withDeadline(this.closed, 30_000, `${this.name} exit after stdin closed`);
-  }
-}
+export { WorkerProcess as Proc, type Msg } from '../setup/worker-process.js';
 
 export interface Row {
   job: string;
