@@ -5,6 +5,7 @@ import {
   postgresStoreDDL,
   upsertFencedRow,
   withFence,
+  fencedQuery,
   fenceTableDDL,
   type PostgresStoreOptions,
 } from '@leasehold/fence/postgres';
@@ -21,8 +22,8 @@ import {
 describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
   const pools: PgPool[] = [];
   const tables: string[] = [];
-  const newPool = (): PgPool => {
-    const pool = pgPool(url);
+  const newPool = (max?: number): PgPool => {
+    const pool = pgPool(url, max);
     pools.push(pool);
     return pool;
   };
@@ -229,8 +230,196 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
       async () => undefined,
     ).catch((e: unknown) => e);
     expect(isStaleTokenError(err)).toBe(false);
-    expect((err as Error).message).toMatch(/operator does not exist: text <= bigint/);
+    expect((err as Error).message).toMatch(/GREATEST types text and bigint cannot be matched/);
+    // The single-statement form refuses it the same way.
+    const single = await fencedQuery(
+      admin,
+      { resource: 'job', token: 9n, table: fences },
+      { text: 'SELECT 1' },
+    ).catch((e: unknown) => e);
+    expect(isStaleTokenError(single)).toBe(false);
+    expect((single as Error).message).toMatch(/operator does not exist: text <= bigint/);
     const { rows } = await admin.query(`SELECT token FROM "${fences}"`);
     expect(rows).toEqual([{ token: '10' }]);
+    expect(admin.idleCount).toBe(admin.totalCount);
+  });
+
+  /** A fence table and a counter table with one row per resource, this test's own. */
+  async function ledger(): Promise<{ fences: string; counters: string }> {
+    const fences = uniqueName('fence');
+    const counters = uniqueName('counters');
+    tables.push(fences, counters);
+    await admin.query(fenceTableDDL({ table: fences }));
+    await admin.query(
+      `CREATE TABLE "${counters}" (id text PRIMARY KEY, n int NOT NULL, last text)`,
+    );
+    await admin.query(`INSERT INTO "${counters}" VALUES ('c', 0, NULL)`);
+    return { fences, counters };
+  }
+
+  it('fencedQuery runs one statement under the fence and returns its rows, typed', async () => {
+    const { fences, counters } = await ledger();
+    const bump = (token: bigint) =>
+      fencedQuery<{ n: number; last: string }>(
+        admin,
+        { resource: 'c', token, table: fences },
+        {
+          text: `UPDATE "${counters}" SET n = n + 1, last = $2 WHERE id = $1 RETURNING n, last`,
+          values: ['c', token],
+        },
+      );
+    const first = await bump(9007199254740993n);
+    expect(first).toEqual({
+      rows: [{ n: 1, last: '9007199254740993' }],
+      rowCount: 1,
+      command: 'UPDATE 1',
+    });
+    // Above 2^53 the token compares exactly: one less is stale, and its statement never ran.
+    const err = await bump(9007199254740992n).catch((e: unknown) => e);
+    expect(isStaleTokenError(err)).toBe(true);
+    expect((err as StaleTokenError).highestToken).toBe(9007199254740993n);
+    expect((err as StaleTokenError).token).toBe(9007199254740992n);
+    await bump(9223372036854775807n);
+    const { rows } = await admin.query(`SELECT n, last FROM "${counters}"`);
+    expect(rows).toEqual([{ n: 2, last: '9223372036854775807' }]);
+    const fence = await admin.query(`SELECT token::text AS token FROM "${fences}"`);
+    expect(fence.rows).toEqual([{ token: '9223372036854775807' }]);
+    expect(admin.idleCount).toBe(admin.totalCount);
+  });
+
+  it('fencedQuery rolls the fence advance back with a statement that fails', async () => {
+    const { fences, counters } = await ledger();
+    await fencedQuery(
+      admin,
+      { resource: 'c', token: 5n, table: fences },
+      {
+        text: `UPDATE "${counters}" SET n = n + 1 WHERE id = 'c'`,
+      },
+    );
+    const err = await fencedQuery(
+      admin,
+      { resource: 'c', token: 8n, table: fences },
+      {
+        text: `UPDATE "${counters}" SET n = n / 0 WHERE id = 'c'`,
+      },
+    ).catch((e: unknown) => e);
+    // The statement's own division by zero is pg's error, not a stale token.
+    expect(isStaleTokenError(err)).toBe(false);
+    expect((err as { code?: string }).code).toBe('22012');
+    // Token 8 was rolled back, so 6 is accepted.
+    await fencedQuery(
+      admin,
+      { resource: 'c', token: 6n, table: fences },
+      {
+        text: `UPDATE "${counters}" SET n = n + 1 WHERE id = 'c'`,
+      },
+    );
+    const { rows } = await admin.query(`SELECT n FROM "${counters}"`);
+    expect(rows).toEqual([{ n: 2 }]);
+    const fence = await admin.query(`SELECT token::text AS token FROM "${fences}"`);
+    expect(fence.rows).toEqual([{ token: '6' }]);
+  });
+
+  it('fencedQuery refuses bad statements and values before anything is sent', async () => {
+    const { fences } = await ledger();
+    for (const statement of [{ text: '' }, { text: 'SELECT $1', values: [{}] }, null]) {
+      const err = await fencedQuery(
+        admin,
+        { resource: 'c', token: 1n, table: fences },
+        statement as never,
+      ).catch((e: unknown) => e);
+      expect(isInvalidArgumentError(err)).toBe(true);
+    }
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${fences}"`);
+    expect(rows).toEqual([{ n: 0 }]);
+  });
+
+  for (const kind of ['withFence', 'fencedQuery'] as const) {
+    it(`${kind}: racing writers with shuffled tokens leave exactly the writes that were accepted`, async () => {
+      const { fences, counters } = await ledger();
+      const pool = newPool();
+      const tokens = Array.from({ length: 24 }, (_, i) => 2n ** 60n + BigInt(i));
+      tokens.sort(() => Math.random() - 0.5);
+      const write = (token: bigint) => {
+        const statement = {
+          text: `UPDATE "${counters}" SET n = n + 1, last = $2 WHERE id = $1`,
+          values: ['c', token.toString()],
+        };
+        return kind === 'withFence'
+          ? withFence(pool, { resource: 'c', token, table: fences }, (tx) =>
+              tx.query(statement.text, statement.values),
+            )
+          : fencedQuery(pool, { resource: 'c', token, table: fences }, statement);
+      };
+      const outcomes = await Promise.allSettled(tokens.map(write));
+      const accepted = tokens.filter((_, i) => outcomes[i]!.status === 'fulfilled');
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected') expect(isStaleTokenError(outcome.reason)).toBe(true);
+      }
+      // Every accepted write counted once, the highest token always accepted and last.
+      const highest = tokens.reduce((a, b) => (a > b ? a : b));
+      expect(accepted).toContain(highest);
+      const { rows } = await admin.query(`SELECT n, last FROM "${counters}"`);
+      expect(rows).toEqual([{ n: accepted.length, last: highest.toString() }]);
+      const fence = await admin.query(`SELECT token::text AS token FROM "${fences}"`);
+      expect(fence.rows).toEqual([{ token: highest.toString() }]);
+      expect(pool.idleCount).toBe(pool.totalCount);
+    });
+  }
+
+  it('prepares its fence statements once per connection and recovers when they are deallocated', async () => {
+    const { fences, counters } = await ledger();
+    const pool = newPool(1);
+    const update = { text: `UPDATE "${counters}" SET n = n + 1 WHERE id = $1`, values: ['c'] };
+    const prepared = async () =>
+      (
+        await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'leasehold_fence_%'",
+        )
+      ).rows[0]!.n;
+    await withFence(pool, { resource: 'c', token: 1n, table: fences }, (tx) =>
+      tx.query(update.text, update.values),
+    );
+    await fencedQuery(pool, { resource: 'c', token: 2n, table: fences }, update);
+    expect(await prepared()).toBe(2);
+    await withFence(pool, { resource: 'c', token: 3n, table: fences }, (tx) =>
+      tx.query(update.text, update.values),
+    );
+    expect(await prepared()).toBe(2);
+    // Gone behind the package's back: the next calls prepare them again and succeed.
+    await pool.query('DEALLOCATE ALL');
+    await withFence(pool, { resource: 'c', token: 4n, table: fences }, (tx) =>
+      tx.query(update.text, update.values),
+    );
+    await pool.query('DEALLOCATE ALL');
+    await fencedQuery(pool, { resource: 'c', token: 5n, table: fences }, update);
+    // Only the statement used since the last DEALLOCATE is back.
+    expect(await prepared()).toBe(1);
+    const { rows } = await admin.query(`SELECT n FROM "${counters}"`);
+    expect(rows).toEqual([{ n: 5 }]);
+  });
+
+  it('withFence on a stale token leaves no partial write, also above 2^53', async () => {
+    const { fences, counters } = await ledger();
+    await withFence(admin, { resource: 'c', token: 9007199254740993n, table: fences }, (tx) =>
+      tx.query(`UPDATE "${counters}" SET n = n + 1 WHERE id = 'c'`),
+    );
+    let ran = false;
+    const err = await withFence(
+      admin,
+      { resource: 'c', token: 9007199254740992n, table: fences },
+      async (tx) => {
+        ran = true;
+        await tx.query(`UPDATE "${counters}" SET n = n + 100 WHERE id = 'c'`);
+      },
+    ).catch((e: unknown) => e);
+    expect(isStaleTokenError(err)).toBe(true);
+    expect((err as StaleTokenError).highestToken).toBe(9007199254740993n);
+    expect(ran).toBe(false);
+    const { rows } = await admin.query(
+      `SELECT n, (SELECT token::text FROM "${fences}") AS token FROM "${counters}"`,
+    );
+    expect(rows).toEqual([{ n: 1, token: '9007199254740993' }]);
+    expect(admin.idleCount).toBe(admin.totalCount);
   });
 });

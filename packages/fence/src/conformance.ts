@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FencedStore } from './contract.js';
-import { isInvalidTokenError, isStaleTokenError, type StaleTokenError } from './errors.js';
+import {
+  isInvalidArgumentError,
+  isInvalidTokenError,
+  isStaleTokenError,
+  type StaleTokenError,
+} from './errors.js';
 import { MAX_TOKEN, type TokenInput } from './token.js';
 
 /** What an adapter hands the conformance suite. */
@@ -184,6 +189,23 @@ export function describeFenceConformance(
         store().write({ resource: r, token: token as TokenInput, value: 'never' }),
       );
       expect(isInvalidTokenError(err)).toBe(true);
+      expect(await store().read(r)).toBeUndefined();
+      expect(await store().highestToken(r)).toBeUndefined();
+    });
+
+    it.each<[string, unknown]>([
+      ['number', 42],
+      ['undefined', undefined],
+      ['null', null],
+      ['object', { v: 1 }],
+      ['Buffer', Buffer.from('x')],
+    ])('rejects a value that is not a string (%s) and writes nothing', async (label, value) => {
+      const r = resource(`bad-value-${label}`);
+      const err = await rejection(
+        store().write({ resource: r, token: 5n, value: value as string }),
+      );
+      expect(isInvalidArgumentError(err)).toBe(true);
+      expect((err as Error).message).toMatch(/value/);
       expect(await store().read(r)).toBeUndefined();
       expect(await store().highestToken(r)).toBeUndefined();
     });

@@ -70,3 +70,19 @@ export function checkFence(fence: unknown): { resource: string; token: bigint } 
   const { resource, token } = fence as Partial<Fence>;
   return { resource: checkResource(resource), token: parseToken(token as TokenInput) };
 }
+
+/**
+ * Validates a {@link FencedStore.write} argument: the fence, and a string value (stores keep
+ * strings; a number or object would come back as something else, or fail inside the driver).
+ */
+export function checkWrite(write: unknown): { resource: string; token: bigint; value: string } {
+  const fence = checkFence(write);
+  const { value } = write as { value?: unknown };
+  if (typeof value !== 'string') {
+    throw new InvalidArgumentError(
+      `invalid value ${value === null ? 'null' : `of type ${typeof value}`}: ` +
+        'a fenced store writes a string value (serialise other values first)',
+    );
+  }
+  return { ...fence, value };
+}

@@ -12,7 +12,7 @@
  */
 import type { Leasehold } from '@leasehold/core';
 import { kvCall } from '@leasehold/core/internal';
-import { checkFence, checkResource, type Fence, type FencedStore } from './contract.js';
+import { checkFence, checkResource, checkWrite, type Fence, type FencedStore } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 
 /** Defaults for every option in this module, in one place. */
@@ -154,12 +154,12 @@ export function etcdStore(client: Leasehold, options: EtcdFenceOptions = {}): Et
     fenceKey: k.fence,
     valueKey: k.value,
     async write(write) {
-      const { resource } = checkFence(write);
+      const { resource, value } = checkWrite(write);
       await fencedTxn(client, {
         ...options,
         resource,
         token: write.token,
-        ops: [{ type: 'put', key: k.value(resource), value: write.value }],
+        ops: [{ type: 'put', key: k.value(resource), value }],
       });
     },
     async read(resource) {

@@ -1,5 +1,6 @@
 import {
   checkFence,
+  checkWrite,
   checkResource,
   type Fence,
   type FencedStore,
@@ -47,10 +48,10 @@ export function memoryStore(state: MemoryState = new Map()): MemoryStore {
   return {
     state,
     async write(write) {
-      const { token } = checkFence(write);
+      const { token, value } = checkWrite(write);
       withFence(state, write, () => undefined);
       // Same synchronous step as the check: nothing can run in between.
-      state.get(write.resource)!.value = { value: write.value, token };
+      state.get(write.resource)!.value = { value, token };
     },
     async read(resource) {
       return state.get(checkResource(resource))?.value;

@@ -3,7 +3,46 @@ import { describe, expect, it } from 'vitest';
 import { isInvalidArgumentError, isStaleTokenError, type StaleTokenError } from './errors.js';
 import { fenceTableDDL, upsertFencedRow, withFence } from './postgres.js';
 
-type Answer = { rowCount: number; rows: unknown[] };
+type Answer = { rowCount: number; rows: Record<string, unknown>[] };
+
+interface Handlers {
+  submit(connection: unknown): void;
+  handleRowDescription(msg: { fields: { name: string; dataTypeID: number }[] }): void;
+  handleDataRow(msg: { fields: unknown[] }): void;
+  handleCommandComplete(msg: { text: string }): void;
+  handleReadyForQuery(): void;
+}
+
+/**
+ * Plays pg's side of a batched submission: collects the statements it writes (Parse, Bind,
+ * Describe, Execute), answers each from the script in order, then ReadyForQuery.
+ */
+async function answerBatch(
+  batch: Handlers,
+  record: (sql: string, params: unknown[]) => Answer,
+): Promise<void> {
+  const statements: { sql: string; params: unknown[]; describe: boolean }[] = [];
+  batch.submit({
+    stream: {},
+    parse: ({ text }: { text: string }) =>
+      statements.push({ sql: text, params: [], describe: false }),
+    bind: ({ values }: { values: unknown[] }) => (statements.at(-1)!.params = [...values]),
+    describe: () => (statements.at(-1)!.describe = true),
+    execute: () => undefined,
+    close: () => undefined,
+    sync: () => undefined,
+  });
+  await Promise.resolve();
+  for (const { sql, params, describe } of statements) {
+    const { rows, rowCount } = record(sql, params);
+    const names = Object.keys(rows[0] ?? {});
+    if (describe)
+      batch.handleRowDescription({ fields: names.map((name) => ({ name, dataTypeID: 25 })) });
+    for (const row of rows) batch.handleDataRow({ fields: names.map((n) => row[n]) });
+    batch.handleCommandComplete({ text: `${sql.split(' ')[0]} ${rowCount}` });
+  }
+  batch.handleReadyForQuery();
+}
 
 /**
  * Records every query and answers from a script, so SQL shape and parameters can be checked.
@@ -13,7 +52,15 @@ function fakeClient(answer: (sql: string) => Answer, columnType: string | null =
   const queries: { sql: string; params: unknown[] | undefined }[] = [];
   const typeChecks: unknown[][] = [];
   const client = {
-    async query(sql: string, params?: unknown[]) {
+    getTypeParser: () => (v: string) => v,
+    async query(sql: string | Handlers, params?: unknown[]) {
+      if (typeof sql !== 'string') {
+        await answerBatch(sql, (text, values) => {
+          queries.push({ sql: text, params: values });
+          return answer(text);
+        });
+        return sql;
+      }
       if (sql.includes('to_regclass')) {
         typeChecks.push(params ?? []);
         return { rowCount: 1, rows: [{ found: true, type: columnType }] };
@@ -108,8 +155,14 @@ describe('postgres upsertFencedRow', () => {
 });
 
 describe('postgres withFence', () => {
+  // The fence upsert returns the greater of the stored token and the caller's.
+  const claims = (highest: string) => (sql: string) =>
+    sql.startsWith('INSERT')
+      ? { rowCount: 1, rows: [{ token: highest }] }
+      : { rowCount: 1, rows: [] };
+
   it('advances the fence first, runs the statements, commits', async () => {
-    const { client, queries, typeChecks } = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    const { client, queries, typeChecks } = fakeClient(claims('5'));
     const result = await withFence(client, { resource: 'orders', token: 5n }, async (tx) => {
       await tx.query('UPDATE orders SET x = 1');
       return 'done';
@@ -122,17 +175,15 @@ describe('postgres withFence', () => {
       'COMMIT',
     ]);
     expect(typeChecks).toEqual([['"leasehold_fence"', 'token']]);
-    expect(queries[1]?.params).toEqual(['orders', '5', '5']);
+    expect(queries[1]?.params).toEqual(['orders', '5']);
+    expect(queries[1]?.sql).not.toMatch(/\b5\b/);
     expect(queries[1]?.sql).toContain('VALUES ($1, $2::int8)');
-    expect(queries[1]?.sql).toContain('WHERE "fence".token <= $3::int8');
+    expect(queries[1]?.sql).toContain('SET token = GREATEST("fence".token, $2::int8)');
+    expect(queries[1]?.sql).toContain('RETURNING CAST(token AS text)');
   });
 
   it('rolls back without running the statements on a stale token', async () => {
-    const { client, queries } = fakeClient((sql) =>
-      sql.startsWith('INSERT')
-        ? { rowCount: 0, rows: [] }
-        : { rowCount: 1, rows: [{ token: '9' }] },
-    );
+    const { client, queries } = fakeClient(claims('9'));
     let ran = false;
     const err = await withFence(client, { resource: 'orders', token: 5n }, async () => {
       ran = true;
@@ -144,7 +195,7 @@ describe('postgres withFence', () => {
   });
 
   it('rolls back and rethrows when the statements fail', async () => {
-    const { client, queries } = fakeClient(() => ({ rowCount: 1, rows: [] }));
+    const { client, queries } = fakeClient(claims('5'));
     const boom = new Error('boom');
     await expect(
       withFence(client, { resource: 'orders', token: 5n }, async () => {
@@ -156,7 +207,7 @@ describe('postgres withFence', () => {
 
   it('checks out and releases a pool client, also when the fence table is refused', async () => {
     for (const type of ['bigint', 'text']) {
-      const { client } = fakeClient(() => ({ rowCount: 1, rows: [] }), type);
+      const { client } = fakeClient(claims('1'), type);
       let released = 0;
       const pooled = Object.assign(client, { release: () => released++ });
       const pool = { totalCount: 0, idleCount: 0, connect: async () => pooled };

@@ -1,12 +1,15 @@
+import { createHash } from 'node:crypto';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
   checkFence,
+  checkWrite,
   checkResource,
   type Fence,
   type FencedStore,
   type SqlStoreOptions,
 } from './contract.js';
-import { StaleTokenError } from './errors.js';
+import { InvalidArgumentError, StaleTokenError } from './errors.js';
+import { batch, BatchError, rows, type BatchResult, type BatchStatement } from './pg-batch.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
 
@@ -108,6 +111,9 @@ export interface WithFenceOptions extends Fence, FenceTableOptions {}
  * the transaction rolls back before `statements` run; if `statements` throw, it rolls back and
  * the error propagates unchanged.
  *
+ * Round trips: `BEGIN` and the fence upsert go out together in one, then your statements, then
+ * `COMMIT`: the same count as a plain `BEGIN`/statements/`COMMIT`.
+ *
  * Pass a pool (a client is checked out and released) or a client that is not already in a
  * transaction. The transaction uses the session's default isolation level; under SERIALIZABLE a
  * serialization failure surfaces as pg's own error, to retry as you would any other.
@@ -122,32 +128,170 @@ export async function withFence<T>(
 ): Promise<T> {
   const { resource, token } = checkFence(options);
   const table = options.table ?? postgresDefaults.fenceTable;
-  const fences = sql.fenceTableSQL('postgres', table);
-  const t = token.toString();
+  const claim = sql.fenceClaimSQL(table).claim;
   const client = isPool(db) ? await db.connect() : db;
   let broken: unknown;
   try {
     await checkTokenColumn(db, table, 'token', client);
-    await client.query('BEGIN');
+    let began = false;
     try {
-      const advanced = await client.query(fences.advance, [resource, t, t]);
-      if (advanced.rowCount !== 1) {
-        const current = await client.query<{ token: string }>(fences.select, [resource]);
-        throw new StaleTokenError(resource, token, toToken(current.rows[0]?.token));
-      }
+      const [, claimed] = await batchPrepared(client, [
+        { text: 'BEGIN', values: [] },
+        { text: claim, values: [resource, token.toString()], name: statementName(claim) },
+      ]).catch((err: unknown) => {
+        // BEGIN ran unless it was the statement that failed; the error is pg's own.
+        began = !(err instanceof BatchError && err.index === 0);
+        throw err instanceof BatchError ? err.cause : err;
+      });
+      began = true;
+      // The greater of the stored token and ours, read from the row version now locked.
+      const highest = BigInt(claimed!.rawRows[0]![0]!);
+      if (highest > token) throw new StaleTokenError(resource, token, highest);
       const result = await statements(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-        // A connection that cannot roll back must not go back to the pool.
-        broken = rollbackError;
-      });
+      if (began) {
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          // A connection that cannot roll back must not go back to the pool.
+          broken = rollbackError;
+        });
+      }
       throw err;
     }
   } finally {
     if (client !== db) (client as PoolClient).release(broken instanceof Error ? broken : undefined);
   }
+}
+
+/** One statement to run under a fence: its text and its parameters (`$1`, `$2`, ...). */
+export interface FencedStatement {
+  text: string;
+  values?: readonly unknown[];
+}
+
+/** What {@link fencedQuery} returns: the statement's rows (typed by the client) and count. */
+export interface FencedQueryResult<R> {
+  rows: R[];
+  /** Rows affected or returned, from the command tag; `null` for commands without a count. */
+  rowCount: number | null;
+  /** The command tag, e.g. `UPDATE 1`. */
+  command: string;
+}
+
+/**
+ * Runs one statement under the fence in a single round trip: the fence advance and your statement
+ * go out together and run as one implicit transaction. If the fence table holds a higher token
+ * the advance fails, your statement is skipped, nothing is written and this rejects with
+ * {@link StaleTokenError}; if your statement fails, the advance rolls back with it and pg's error
+ * propagates unchanged. Like {@link withFence}, the fence row stays locked until the end, so
+ * concurrent writers of one resource queue on it.
+ *
+ * On a client inside an open transaction both statements join that transaction instead, and a
+ * stale token aborts it (roll it back). Values are sent as text: strings, finite numbers,
+ * bigints, booleans and null (cast in the SQL where the type is not inferred, e.g. `$1::int8`).
+ *
+ * @throws InvalidArgumentError when the fence table's `token` is not `bigint` (checked once) or a
+ *   value is of a type this call does not send.
+ * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ */
+export async function fencedQuery<R = Record<string, unknown>>(
+  db: PgQueryable,
+  options: WithFenceOptions,
+  statement: FencedStatement,
+): Promise<FencedQueryResult<R>> {
+  const { resource, token } = checkFence(options);
+  const table = options.table ?? postgresDefaults.fenceTable;
+  const advance = sql.fenceClaimSQL(table).advanceOrFail;
+  const text = checkStatementText(statement);
+  const values = (statement.values ?? []).map(textValue);
+  const client = isPool(db) ? await db.connect() : db;
+  let broken: Error | undefined;
+  try {
+    await checkTokenColumn(db, table, 'token', client);
+    try {
+      const [, result] = await batchPrepared(client, [
+        { text: advance, values: [resource, token.toString()], name: statementName(advance) },
+        { text, values, describe: true },
+      ]);
+      return {
+        rows: rows<R>(client, result!),
+        rowCount: result!.rowCount,
+        command: result!.command,
+      };
+    } catch (err) {
+      if (!(err instanceof BatchError)) {
+        // Not an answer from the server: the connection is suspect, keep it out of the pool.
+        if (err instanceof Error) broken = err;
+        throw err;
+      }
+      const cause = err.cause as { code?: unknown };
+      if (err.index !== 0 || cause.code !== sql.STALE_SQLSTATE) throw err.cause;
+    }
+    const current = await client.query<{ token: string }>(
+      sql.fenceTableSQL('postgres', table).select,
+      [resource],
+    );
+    throw new StaleTokenError(resource, token, toToken(current.rows[0]?.token));
+  } finally {
+    if (client !== db) (client as PoolClient).release(broken);
+  }
+}
+
+/**
+ * {@link batch}, sent once more if a statement this package had prepared on the connection is gone
+ * (`DEALLOCATE ALL`, `DISCARD ALL`, a pooler that switched server connections): the failed batch
+ * forgot the name, so the second one prepares it again. A batch that opened a transaction is
+ * rolled back first; the failure came before any statement of the caller's ran.
+ */
+async function batchPrepared(
+  client: ClientBase,
+  statements: readonly BatchStatement[],
+): Promise<BatchResult[]> {
+  try {
+    return await batch(client, statements);
+  } catch (err) {
+    const failed = err instanceof BatchError ? statements[err.index] : undefined;
+    const code = err instanceof BatchError ? (err.cause as { code?: unknown }).code : undefined;
+    if (failed?.name === undefined || code !== MISSING_STATEMENT) throw err;
+    if (statements[0]?.text === 'BEGIN') await client.query('ROLLBACK');
+    return batch(client, statements);
+  }
+}
+
+/** SQLSTATE invalid_sql_statement_name: `prepared statement "..." does not exist`. */
+const MISSING_STATEMENT = '26000';
+
+/** A prepared-statement name unique to `text` (the fence table is part of it). */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `leasehold_fence_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+const statementNames = new Map<string, string>();
+
+function checkStatementText(statement: FencedStatement): string {
+  const text = (statement as Partial<FencedStatement> | null)?.text;
+  if (typeof text !== 'string' || text.trim().length === 0) {
+    throw new InvalidArgumentError(
+      `invalid statement ${typeof text === 'string' ? JSON.stringify(text) : `of type ${typeof text}`}: ` +
+        'allowed: { text: one SQL statement, values?: [...] }',
+    );
+  }
+  return text;
+}
+
+function textValue(value: unknown, i: number): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  throw new InvalidArgumentError(
+    `invalid value of type ${typeof value} at $${i + 1}: allowed: a string, finite number, bigint, boolean or null`,
+  );
 }
 
 /**
@@ -200,19 +344,19 @@ export function postgresStore(db: PgQueryable, options: PostgresStoreOptions = {
 
   return {
     async write(write) {
-      const { resource, token } = checkFence(write);
+      const { resource, token, value } = checkWrite(write);
       if (!viaTable) {
         await upsertFencedRow(db, {
           table: valueTable,
           key: { resource },
-          values: { value: write.value },
+          values: { value },
           token,
           resource,
         });
         return;
       }
       await withFence(db, { resource, token, table: fenceTable }, async (tx) => {
-        await tx.query(values.write, [resource, write.value, token.toString()]);
+        await tx.query(values.write, [resource, value, token.toString()]);
       });
     },
 

@@ -1,5 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
-import { checkFence, checkResource, type FencedStore } from './contract.js';
+import { checkResource, checkWrite, type FencedStore } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -83,12 +83,7 @@ export interface FencedExec {
  */
 export async function fencedExec(redis: RedisScripting, exec: FencedExec): Promise<unknown[]> {
   const fenceKey = checkResource(exec.fenceKey);
-  const token = parseToken(exec.token);
-  const { keys, argv } = encode(exec.commands);
-  const args = [fenceKey, ...keys, token.toString(), String(exec.commands.length), ...argv];
-  const reply = (await evalFence(redis, 1 + keys.length, args)) as [number, ...unknown[]];
-  if (reply[0] === 1) return reply.slice(1);
-  throw new StaleTokenError(exec.resource ?? fenceKey, token, BigInt(String(reply[1])));
+  return run(redis, fenceKey, parseToken(exec.token), exec.commands, exec.resource ?? fenceKey);
 }
 
 /** `SET key value` under the fence. */
@@ -96,7 +91,8 @@ export async function fencedSet(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; key: string; value: RedisArg },
 ): Promise<void> {
-  await fencedExec(redis, { ...write, commands: [['SET', write.key, write.value]] });
+  const fenceKey = checkResource(write.fenceKey);
+  await run(redis, fenceKey, parseToken(write.token), [['SET', write.key, write.value]], fenceKey);
 }
 
 /** `HSET key field value ...` under the fence. */
@@ -108,7 +104,8 @@ export async function fencedHset(
   if (pairs.length === 0) {
     throw new InvalidArgumentError(`invalid fields {} for HSET ${write.key}: allowed: one or more`);
   }
-  await fencedExec(redis, { ...write, commands: [['HSET', write.key, ...pairs]] });
+  const fenceKey = checkResource(write.fenceKey);
+  await run(redis, fenceKey, parseToken(write.token), [['HSET', write.key, ...pairs]], fenceKey);
 }
 
 /** `DEL key ...` under the fence. */
@@ -116,26 +113,57 @@ export async function fencedDel(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; keys: readonly [string, ...string[]] },
 ): Promise<void> {
-  await fencedExec(redis, { ...write, commands: [['DEL', ...write.keys]] });
+  const fenceKey = checkResource(write.fenceKey);
+  await run(redis, fenceKey, parseToken(write.token), [['DEL', ...write.keys]], fenceKey);
 }
 
-function encode(commands: readonly RedisCommand[]): { keys: string[]; argv: (string | Buffer)[] } {
+/**
+ * One fenced write, as one `EVALSHA`. This is the hot path: a single flat argument list built
+ * with pushes and one awaited command, because a fenced write costs one round trip and the
+ * client-side work around it is a visible share of that on loopback.
+ */
+async function run(
+  redis: RedisScripting,
+  fenceKey: string,
+  token: bigint,
+  commands: readonly RedisCommand[],
+  resource: string,
+): Promise<unknown[]> {
+  const { keys, argv } = encode(commands);
+  keys[0] = fenceKey;
+  const numKeys = keys.length;
+  keys.push(token.toString(), String(commands.length));
+  for (const arg of argv) keys.push(arg);
+  let reply: [number, ...unknown[]];
+  try {
+    reply = (await redis.evalsha(FENCE_SCRIPT_SHA1, numKeys, ...keys)) as typeof reply;
+  } catch (err) {
+    // The script cache is empty after a restart, failover or SCRIPT FLUSH: send it once in full.
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    reply = (await redis.eval(FENCE_SCRIPT, numKeys, ...keys)) as typeof reply;
+  }
+  if (reply[0] === 1) return reply.slice(1);
+  throw new StaleTokenError(resource, token, BigInt(String(reply[1])));
+}
+
+/**
+ * The script's KEYS (slot 0 left for the fence key) and the ARGV that follows the token and the
+ * command count: per command `name, keyCount, argCount, keyIndex..., arg...`.
+ */
+function encode(commands: readonly RedisCommand[]): {
+  keys: (string | Buffer)[];
+  argv: (string | Buffer)[];
+} {
   const list: unknown = commands;
   if (!Array.isArray(list) || list.length === 0) {
     throw new InvalidArgumentError(
       'invalid commands []: allowed: one or more [command, key, ...args]',
     );
   }
-  const keys: string[] = [];
+  const keys: (string | Buffer)[] = [''];
   const argv: (string | Buffer)[] = [];
-  // KEYS[1] is the fence key, so data keys start at index 2.
-  const keyIndex = (key: string): string => {
-    let i = keys.indexOf(key);
-    if (i < 0) i = keys.push(key) - 1;
-    return String(i + 2);
-  };
   for (const command of commands) {
-    const [name, ...rest] = command;
+    const name = command[0];
     const upper = typeof name === 'string' ? name.toUpperCase() : '';
     const kind = ALLOWED[upper];
     if (kind === undefined) {
@@ -143,16 +171,26 @@ function encode(commands: readonly RedisCommand[]): { keys: string[]; argv: (str
         `invalid Redis command ${JSON.stringify(name)} in a fenced write: allowed: ${Object.keys(ALLOWED).join(', ')}`,
       );
     }
-    const keyArgs = kind === 'all' ? rest : rest.slice(0, 1);
-    const otherArgs = kind === 'all' ? [] : rest.slice(1);
-    if (keyArgs.length === 0 || !keyArgs.every((k) => typeof k === 'string' && k.length > 0)) {
+    const keyCount = kind === 'all' ? command.length - 1 : Math.min(1, command.length - 1);
+    if (keyCount === 0) {
       throw new InvalidArgumentError(
         `invalid keys for ${upper}: allowed: non-empty strings, at least one`,
       );
     }
-    argv.push(upper, String(keyArgs.length), String(otherArgs.length));
-    argv.push(...keyArgs.map((k) => keyIndex(k as string)));
-    argv.push(...otherArgs.map((arg) => argument(upper, arg)));
+    argv.push(upper, String(keyCount), String(command.length - 1 - keyCount));
+    for (let i = 1; i <= keyCount; i++) {
+      const key = command[i];
+      if (typeof key !== 'string' || key.length === 0) {
+        throw new InvalidArgumentError(
+          `invalid keys for ${upper}: allowed: non-empty strings, at least one`,
+        );
+      }
+      // KEYS[1] is the fence key, so data keys start at index 2.
+      let at = keys.indexOf(key, 1);
+      if (at < 0) at = keys.push(key) - 1;
+      argv.push(String(at + 1));
+    }
+    for (let i = 1 + keyCount; i < command.length; i++) argv.push(argument(upper, command[i]));
   }
   return { keys, argv };
 }
@@ -163,20 +201,6 @@ function argument(command: string, arg: unknown): string | Buffer {
   throw new InvalidArgumentError(
     `invalid argument ${String(arg)} for ${command}: allowed: strings, Buffers, finite numbers`,
   );
-}
-
-async function evalFence(
-  redis: RedisScripting,
-  numKeys: number,
-  args: (string | Buffer)[],
-): Promise<unknown> {
-  try {
-    return await redis.evalsha(FENCE_SCRIPT_SHA1, numKeys, ...args);
-  } catch (err) {
-    // The script cache is empty after a restart, failover or SCRIPT FLUSH: send it once in full.
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    return redis.eval(FENCE_SCRIPT, numKeys, ...args);
-  }
 }
 
 export interface RedisStoreOptions {
@@ -200,13 +224,13 @@ export function redisStore(
   };
   return {
     async write(write) {
-      const { resource, token } = checkFence(write);
+      const { resource, token, value } = checkWrite(write);
       const k = keys(resource);
       const t = token.toString();
       await fencedExec(redis, {
         fenceKey: k.fence,
         token: t,
-        commands: [['HSET', k.value, 'value', write.value, 'token', t]],
+        commands: [['HSET', k.value, 'value', value, 'token', t]],
         resource,
       });
     },

@@ -142,6 +142,41 @@ export function fenceTableSQL(dialect: Dialect, fenceTable: string): FenceTableS
   return { advance, select };
 }
 
+/** The fence-table statements that run batched with other statements (PostgreSQL only). */
+export interface FenceClaimSQL {
+  /**
+   * Parameters: resource, token. Upserts the row to the greater of the stored token and `token`
+   * and returns that greater one as text (`token`): stale iff it is above `token`. Always writes
+   * (and locks) the row, so the caller rolls back on stale. Exact: it reads the row version it
+   * locked, not a snapshot.
+   */
+  claim: string;
+  /**
+   * Parameters: resource, token. Advances the row iff `token` >= the stored one, and otherwise
+   * fails with `division_by_zero` (SQLSTATE 22012), so the statements batched after it are
+   * skipped and its implicit transaction rolls back. The divisor is a column, so the planner
+   * cannot fold it into an error for every call.
+   */
+  advanceOrFail: string;
+}
+
+/** SQLSTATE of {@link FenceClaimSQL.advanceOrFail}'s stale failure. */
+export const STALE_SQLSTATE = '22012';
+
+export function fenceClaimSQL(fenceTable: string): FenceClaimSQL {
+  const d = SPECS.postgres;
+  const table = quoteIdentifier(fenceTable, 'fence table', true);
+  const insert =
+    `INSERT INTO ${table} AS "fence" (resource, token) VALUES (${d.param(1)}, ${d.token(2)}) ` +
+    'ON CONFLICT (resource) DO UPDATE SET token = ';
+  return {
+    claim: `${insert}GREATEST("fence".token, ${d.token(2)})${d.touch} RETURNING CAST(token AS text)`,
+    advanceOrFail:
+      `${insert}CASE WHEN "fence".token <= ${d.token(2)} THEN ${d.token(2)} ` +
+      `ELSE "fence".token / 0 END${d.touch}`,
+  };
+}
+
 export interface ValueTableSQL {
   /** Parameters: resource, value, token. Unconditional: run it under the fence table. */
   write: string;

@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import {
   checkFence,
+  checkWrite,
   checkResource,
   type Fence,
   type FencedStore,
@@ -181,19 +182,19 @@ export function sqliteStore(db: SqliteDatabase, options: SqliteStoreOptions = {}
 
   return {
     async write(write) {
-      const { resource, token } = checkFence(write);
+      const { resource, token, value } = checkWrite(write);
       if (!viaTable) {
         upsertFencedRow(db, {
           table: valueTable,
           key: { resource },
-          values: { value: write.value },
+          values: { value },
           token,
           resource,
         });
         return;
       }
       withFence(db, { resource, token, table: fenceTable }, () => {
-        prepare(db, values.write).run(resource, write.value, token);
+        prepare(db, values.write).run(resource, value, token);
       });
     },
     async read(resource) {
