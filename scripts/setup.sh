@@ -13,7 +13,8 @@ apt_install() {
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
 }
 need=()
-for pkg in podman runc etcd-server etcd-client busybox-static curl ca-certificates; do
+# chromium + a font: the fault suite screenshots its HTML timeline headlessly.
+for pkg in podman runc etcd-server etcd-client busybox-static curl ca-certificates chromium fonts-dejavu-core; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { createContext } from './context.js';
+import { CONFIG, HistoryBuilder } from './fixtures.js';
+import { checkLiveness, plansFor } from './liveness.js';
+
+const run = (b: HistoryBuilder, config = CONFIG) =>
+  checkLiveness(createContext(b.lines, {}, config));
+
+/** w1 holds L from 0; w2 waits for it from 100. */
+function holderAndWaiter(): HistoryBuilder {
+  return new HistoryBuilder()
+    .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })
+    .waiting('w2', 'L', 100);
+}
+
+describe('liveness: progress resumes within the bound', () => {
+  it('measures a takeover from the holder pause (TTL + 1 s)', () => {
+    const b = holderAndWaiter().fault('pause-holder', 'w1', 200, 5000);
+    // w2's acquire (invoked at 100, waiting) is granted at 2500.
+    b.granted('w2', 9, 2500);
+    b.line('w2', 6000, { type: 'info', op: 'deadline', token: '9', deadlineAt: 0 });
+    const { samples, violations } = run(b);
+    expect(violations).toEqual([]);
+    expect(samples).toMatchObject([
+      { measure: 'takeover', latencyMs: 2300, boundMs: 3000, status: 'ok' },
+    ]);
+  });
+
+  it('flags a takeover later than TTL + 1 s', () => {
+    const b = holderAndWaiter().fault('kill-holder', 'w1', 200, 210);
+    b.granted('w2', 9, 3300);
+    const { violations, samples } = run(b);
+    expect(samples[0]).toMatchObject({ status: 'late', latencyMs: 3100 });
+    expect(violations).toHaveLength(1);
+    expect(violations[0]).toMatchObject({ rule: 'liveness' });
+    expect(violations[0]?.message).toContain('takeover');
+    expect(violations[0]?.message).toContain('bound 3.0 s');
+  });
+
+  it('flags a takeover that never comes while the history goes on', () => {
+    const b = holderAndWaiter().fault('kill-holder', 'w1', 200, 210);
+    b.write('w3', { name: 'other', token: 11, at: 6000 });
+    expect(run(b).samples[0]?.status).toBe('missing');
+    expect(run(b).violations).toHaveLength(1);
+  });
+
+  it('does not judge what the history did not see or nobody asked for', () => {
+    const shortRun = holderAndWaiter().fault('kill-holder', 'w1', 200, 210);
+    shortRun.write('w3', { name: 'other', token: 11, at: 1000 });
+    expect(run(shortRun)).toMatchObject({ violations: [], samples: [{ status: 'unobserved' }] });
+    const idle = new HistoryBuilder().acquire('w1', 'L', 5, 0).fault('kill-holder', 'w1', 200, 210);
+    idle.write('w3', { name: 'other', token: 11, at: 9000 });
+    expect(run(idle)).toMatchObject({ violations: [], samples: [{ status: 'no-demand' }] });
+  });
+
+  it('measures recovery after a partition heals (1 s) and flags a late one', () => {
+    const ok = new HistoryBuilder().acquire('w1', 'L', 5, 0).fault('partition', 'w1', 100, 2000);
+    ok.write('w1', { token: 5, at: 1500, takesMs: 900 });
+    expect(run(ok)).toMatchObject({
+      violations: [],
+      samples: [{ measure: 'recovery', latencyMs: 400 }],
+    });
+
+    const late = new HistoryBuilder().acquire('w1', 'L', 5, 0).fault('partition', 'w1', 100, 2000);
+    late.write('w1', { token: 5, at: 1500, takesMs: 2000 });
+    const result = run(late);
+    expect(result.samples[0]).toMatchObject({ status: 'late', latencyMs: 1500, boundMs: 1000 });
+    expect(result.violations[0]?.message).toContain('recovery');
+  });
+
+  it('holds leader faults to the election timeout + 1 s from the config', () => {
+    const b = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0)
+      .fault('pause-leader', 'etcd-2', 100, 2000);
+    b.write('w1', { token: 5, at: 1500, takesMs: 3000 }); // 2.5 s after the fault's end
+    expect(run(b).samples[0]).toMatchObject({ boundMs: 2000, status: 'late' });
+    expect(run(b, { ...CONFIG, electionTimeoutMs: 2000 }).samples[0]).toMatchObject({
+      boundMs: 3000,
+      status: 'ok',
+    });
+  });
+
+  it('checks both a writable cluster and a free lock after a restart', () => {
+    const b = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0)
+      .fault('restart-cluster', 'cluster', 100, 1000)
+      .waiting('w2', 'L', 900);
+    b.write('w1', { token: 5, at: 1100 });
+    b.granted('w2', 9, 6000);
+    const { samples, violations } = run(b);
+    expect(samples.map((s) => [s.measure, s.status])).toEqual([
+      ['recovery', 'ok'],
+      ['lock-free', 'late'],
+    ]);
+    expect(violations).toHaveLength(1);
+  });
+
+  it('takes bounds from the config, and treats a short freeze as a recovery', () => {
+    const window = { id: 'f', fault: 'pause-holder', target: 'w1', start: 0, end: 500 };
+    expect(plansFor(window, CONFIG)).toEqual([{ measure: 'recovery', from: 'end', boundMs: 1000 }]);
+    expect(plansFor({ ...window, end: 5000 }, { ...CONFIG, ttlSeconds: 5 })).toEqual([
+      { measure: 'takeover', from: 'start', boundMs: 6000 },
+    ]);
+    expect(
+      plansFor({ ...window, fault: 'delay' }, { ...CONFIG, boundsMs: { delay: 4000 } })[0]?.boundMs,
+    ).toBe(4000);
+  });
+});

@@ -1,0 +1,172 @@
+import type { CheckContext } from './context.js';
+import type { FaultWindow, Operation } from './model.js';
+import type { CheckConfig, Violation } from './types.js';
+
+/**
+ * - takeover: a holder died or froze; measured from the fault's start to the first acquire or
+ *   campaign by another process of the name the target held or wanted (TTL + 1 s).
+ * - recovery: measured from the fault's end to the first successful acquire, campaign, write or
+ *   cron run by anyone (leader/member faults: election timeout + 1 s; network faults: 1 s;
+ *   cluster restart or restore: 2 s).
+ * - lock-free: after a cluster restart or restore, the first acquire or campaign (TTL + 2 s).
+ */
+export type Measure = 'takeover' | 'recovery' | 'lock-free';
+
+export interface LatencySample {
+  faultId: string;
+  fault: string;
+  target: string;
+  measure: Measure;
+  /** The time the latency is measured from (fault start or end). */
+  fromAt: number;
+  boundMs: number;
+  latencyMs?: number;
+  /**
+   * ok / late: measured; missing: demand but no success although the history runs past the
+   * bound; unobserved: the history ends before the bound; no-demand: nobody asked in time.
+   */
+  status: 'ok' | 'late' | 'missing' | 'unobserved' | 'no-demand';
+}
+
+const HOLDER_FAULTS = new Set([
+  'pause-holder',
+  'kill-holder',
+  'kill-mid-acquire',
+  'kill-mid-release',
+  'stall-loop',
+]);
+const FREEZES = new Set(['pause-holder', 'stall-loop']);
+const MEMBER_FAULTS = new Set(['pause-member', 'kill-member', 'pause-leader', 'kill-leader']);
+const RESTART_FAULTS = new Set(['restart-cluster', 'snapshot-restore']);
+const PROGRESS = new Set(['acquire', 'campaign', 'write', 'cron-run']);
+const GRANTS = new Set(['acquire', 'campaign']);
+
+interface Plan {
+  measure: Measure;
+  from: 'start' | 'end';
+  boundMs: number;
+}
+
+/** The bounds each fault's recovery is held to, from the run's config. */
+export function plansFor(fault: FaultWindow, config: CheckConfig): Plan[] {
+  const ttlMs = config.ttlSeconds * 1000;
+  const override = (key: string, fallback: number): number => config.boundsMs?.[key] ?? fallback;
+  const kind = fault.fault;
+  if (HOLDER_FAULTS.has(kind)) {
+    // A freeze shorter than the TTL leaves the holder its lock: nothing to take over.
+    const short = FREEZES.has(kind) && fault.end !== undefined && fault.end - fault.start < ttlMs;
+    if (!short)
+      return [{ measure: 'takeover', from: 'start', boundMs: override(kind, ttlMs + 1000) }];
+    return [{ measure: 'recovery', from: 'end', boundMs: override(`${kind}:short`, 1000) }];
+  }
+  if (MEMBER_FAULTS.has(kind)) {
+    return [
+      {
+        measure: 'recovery',
+        from: 'end',
+        boundMs: override(kind, config.electionTimeoutMs + 1000),
+      },
+    ];
+  }
+  if (RESTART_FAULTS.has(kind)) {
+    return [
+      { measure: 'recovery', from: 'end', boundMs: override(kind, 2000) },
+      { measure: 'lock-free', from: 'end', boundMs: override(`${kind}:lock-free`, ttlMs + 2000) },
+    ];
+  }
+  return [{ measure: 'recovery', from: 'end', boundMs: override(kind, 1000) }];
+}
+
+export interface LivenessResult {
+  samples: LatencySample[];
+  violations: Violation[];
+}
+
+export function checkLiveness(context: CheckContext): LivenessResult {
+  const samples: LatencySample[] = [];
+  const violations: Violation[] = [];
+  for (const fault of context.model.faults) {
+    for (const plan of plansFor(fault, context.config)) {
+      const fromAt = plan.from === 'start' ? fault.start : fault.end;
+      if (fromAt === undefined) continue; // the run ended during the fault
+      const sample = measure(context, fault, plan, fromAt);
+      samples.push(sample);
+      if (sample.status === 'late' || sample.status === 'missing') {
+        const seen =
+          sample.status === 'late'
+            ? `came after ${fmt(sample.latencyMs ?? 0)}`
+            : `never came (history runs ${fmt(context.model.endAt - fromAt)} past it)`;
+        violations.push({
+          rule: 'liveness',
+          at: fromAt,
+          message:
+            `${fault.fault} ${fault.id} (target ${fault.target || '-'}): ${plan.measure} from the ` +
+            `fault's ${plan.from} ${seen}; bound ${fmt(plan.boundMs)}`,
+        });
+      }
+    }
+  }
+  return { samples, violations };
+}
+
+function measure(
+  context: CheckContext,
+  fault: FaultWindow,
+  plan: Plan,
+  fromAt: number,
+): LatencySample {
+  const relevant = relevantOps(context, fault, plan);
+  const success = relevant
+    .filter((o) => o.type === 'ok' && o.doneAt !== undefined && o.doneAt > fromAt)
+    .sort((a, b) => (a.doneAt ?? 0) - (b.doneAt ?? 0))[0];
+  const base = {
+    faultId: fault.id,
+    fault: fault.fault,
+    target: fault.target,
+    measure: plan.measure,
+    fromAt,
+    boundMs: plan.boundMs,
+  };
+  const limit = fromAt + plan.boundMs;
+  const demand = relevant.some(
+    (o) => o.invokeAt <= limit && (o.doneAt === undefined || o.doneAt > fromAt),
+  );
+  if (success?.doneAt !== undefined) {
+    const latencyMs = success.doneAt - fromAt;
+    if (latencyMs <= plan.boundMs) return { ...base, latencyMs, status: 'ok' };
+    return { ...base, latencyMs, status: demand ? 'late' : 'no-demand' };
+  }
+  if (context.model.endAt < limit) return { ...base, status: 'unobserved' };
+  return { ...base, status: demand ? 'missing' : 'no-demand' };
+}
+
+function relevantOps(context: CheckContext, fault: FaultWindow, plan: Plan): Operation[] {
+  const { operations } = context.model;
+  if (plan.measure === 'recovery') return operations.filter((o) => PROGRESS.has(o.op));
+  if (plan.measure === 'lock-free') return operations.filter((o) => GRANTS.has(o.op));
+  // Takeover: the names the target held or was working on when the fault began.
+  const names = new Set<string>();
+  for (const hold of context.model.holds) {
+    if (hold.process === fault.target && hold.start <= fault.start && hold.end >= fault.start) {
+      names.add(hold.name);
+    }
+  }
+  for (const o of operations) {
+    if (
+      o.process === fault.target &&
+      o.invokeAt <= fault.start &&
+      (o.doneAt === undefined || o.doneAt >= fault.start) &&
+      o.name
+    ) {
+      names.add(o.name);
+    }
+  }
+  return operations.filter(
+    (o) =>
+      GRANTS.has(o.op) && o.process !== fault.target && (names.size === 0 || names.has(o.name)),
+  );
+}
+
+function fmt(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}

@@ -1,0 +1,339 @@
+/**
+ * One fault run: an etcd of its own, the resources, worker processes for each workload, the
+ * nemesis injecting faults from a seeded PRNG, then the offline check of the merged history
+ * against the resources' logs. Writes history.jsonl, logs.json, report.json and timeline.html
+ * into `integration/.scratch/faults/<run-id>/` (and into CI's artifacts folder when
+ * `LEASEHOLD_CI_STATE` is set) and prints the one-line summary with the seed.
+ */
+import { cp, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import {
+  checkRun,
+  screenshot,
+  writeRunArtifacts,
+  type CheckConfig,
+  type CheckResult,
+  type FaultKind,
+  type HistoryLine,
+  type ResourceLogs,
+  type Violation,
+} from './check/index.js';
+import { ELECTION_TIMEOUT_MS, FaultCluster } from './cluster.js';
+import { excuseLateSignals, type Excused } from './lag.js';
+import { inject, waitUntil, type NemesisControl } from './nemesis.js';
+import { prng, runSeed } from './prng.js';
+import { Resources, type ResourceName } from './resources.js';
+import { WorkerProc, type Workload } from './workers.js';
+
+export interface RunOptions {
+  /** Names the run (and its directory). */
+  label: string;
+  /** etcd members. Default 1. */
+  members?: 1 | 3;
+  /** Worker processes per workload. */
+  workers: Partial<Record<Workload, number>>;
+  /** Fault kinds: injected in this order (`sequence`) or drawn at random until `durationMs`. */
+  faults: FaultKind[];
+  /** Default `sequence`. */
+  mode?: 'sequence' | 'random';
+  /** For `random`: how long the nemesis keeps injecting. Default 30 000 ms. */
+  durationMs?: number;
+  /** Workers' lease TTL. Default 2 s (etcd's minimum with the run's timing). */
+  ttlSeconds?: number;
+  /** Default all three. */
+  resources?: ResourceName[];
+  /** Default `FAULTS_SEED`, else random. */
+  seed?: number;
+  /** Also render timeline.png with headless Chromium (skipped, with a note, if it is absent). */
+  screenshot?: boolean;
+}
+
+export interface RunOutcome {
+  runId: string;
+  dir: string;
+  seed: number;
+  result: CheckResult;
+  /**
+   * The checker's violations less the S5 late signals the signalling process's own event loop
+   * explains (its timers ran that late: the machine did not schedule it), which are in `excused`.
+   */
+  unexcused: Violation[];
+  excused: Excused[];
+  /** Faults injected, by kind (a fault that found no target in time is not counted). */
+  injected: Record<string, number>;
+  history: HistoryLine[];
+  logs: ResourceLogs;
+  /** Resources left out (no server), with why. */
+  missing: Partial<Record<ResourceName, string>>;
+  /** Seed, directory, summary and the first violations: for a test's failure message. */
+  describe(): string;
+}
+
+const NAMES: Record<Workload, string> = {
+  lock: 'lock-a',
+  unfenced: 'unfenced-a',
+  election: 'elect-a',
+  cron: 'cron-a',
+};
+
+const SCRATCH = fileURLToPath(new URL('../.scratch/faults/', import.meta.url));
+const READY_MS = 60_000;
+const PROGRESS_MS = 20_000;
+const STOP_GRACE_MS = 8_000;
+const TOLERANCE_MS = 250;
+const HOLDER_FAULTS = new Set<FaultKind>([
+  'pause-holder',
+  'stall-loop',
+  'kill-holder',
+  'kill-mid-acquire',
+  'kill-mid-release',
+]);
+const RESTARTS = new Set<FaultKind>(['restart-cluster', 'snapshot-restore']);
+
+const now = () => performance.timeOrigin + performance.now();
+
+export async function runFaults(options: RunOptions): Promise<RunOutcome> {
+  const seed = options.seed ?? runSeed();
+  const random = prng(seed);
+  const ttlSeconds = options.ttlSeconds ?? 2;
+  const runId = `${options.label}-${new Date().toISOString().replace(/[:.]/g, '-')}-${seed}`;
+  const dir = join(SCRATCH, runId);
+  console.log(`[faults] ${options.label}: seed ${seed} (replay with FAULTS_SEED=${seed})`);
+
+  const history: HistoryLine[] = [];
+  const workers: WorkerProc[] = [];
+  const injected: Record<string, number> = {};
+  let running = true;
+  let restartsHeld = false;
+  let workerSeq = 0;
+  const held: Workload[] = [];
+
+  await using cluster = await FaultCluster.start(options.members ?? 1);
+  const resources = await Resources.open(
+    options.resources ?? ['memory', 'postgres', 'redis'],
+    options.label,
+  );
+  for (const why of Object.values(resources.missing)) {
+    console.warn(`[faults] ${options.label}: resource left out: ${why}`);
+  }
+  const live = () => workers.filter((w) => w.alive && w.killedAt === undefined);
+  const lastOkWrite = new Map<Workload, number>();
+
+  const reconnectsHeld = new Set<WorkerProc>();
+  const onLine = (worker: WorkerProc, line: HistoryLine) => {
+    history.push(line);
+    if ((line.op as string) === 'cluster-changed') {
+      // Clients come back only once the restore's recovery is done.
+      if (restartsHeld) reconnectsHeld.add(worker);
+      else worker.command({ cmd: 'reconnect' });
+    }
+    if (line.type === 'ok' && line.op === 'write') lastOkWrite.set(worker.workload, line.at);
+  };
+
+  const spawning = new Set<Promise<unknown>>();
+  const replace = (workload: Workload): void => {
+    const next = sleep(100).then(() => (running ? spawn(workload) : undefined));
+    spawning.add(next);
+    void next.finally(() => spawning.delete(next)).catch(() => {});
+  };
+
+  const spawn = async (workload: Workload): Promise<WorkerProc> => {
+    const worker = await WorkerProc.start(
+      `w${++workerSeq}`,
+      workload,
+      cluster.endpoints,
+      {
+        name: NAMES[workload],
+        lockPrefix: '/faults/lock/',
+        electionPrefix: '/faults/election/',
+        cronPrefix: '/faults/cron/',
+        ttlSeconds,
+        callTimeoutMs: 1_500,
+        recheckIntervalMs: 1_000,
+        fenced: workload !== 'unfenced',
+        seed: Math.floor(random.next() * 0xffffffff),
+        holdMs: [150, 400],
+        acquireTimeoutMs: [400, 3_000],
+        resources: resources.endpoints,
+      },
+      onLine,
+    );
+    workers.push(worker);
+    void worker.exited.then((exit) => {
+      history.push({
+        at: exit.at,
+        process: worker.name,
+        pid: worker.pid,
+        type: 'info',
+        op: 'exit' as HistoryLine['op'],
+        workload,
+        reason: exit.signal ?? `code ${exit.code}`,
+      });
+      void worker.closeProxies();
+      if (!running) return;
+      if (worker.killedAt === undefined) {
+        console.warn(
+          `[faults] ${options.label}: ${worker.name} (${workload}) exited unexpectedly ` +
+            `(${exit.signal ?? `code ${exit.code}`}); stderr tail:\n${worker.stderr.slice(-2_000)}`,
+        );
+      }
+      if (restartsHeld) held.push(workload);
+      else replace(workload);
+    });
+    return worker;
+  };
+
+  const ctl: NemesisControl = {
+    cluster,
+    random,
+    seed,
+    ttlMs: ttlSeconds * 1000,
+    resourceCount: resources.names.length,
+    workers: live,
+    emit: (line) => history.push({ at: now(), process: 'nemesis', pid: process.pid, ...line }),
+    markFrozen: (worker) => {
+      if (worker.hold) worker.hold.line.paused = true;
+    },
+    markKilled: (worker) => {
+      worker.killedAt = now();
+    },
+    holdRestarts: (hold) => {
+      restartsHeld = hold;
+      if (hold) return;
+      for (const workload of held.splice(0)) replace(workload);
+      for (const worker of reconnectsHeld) worker.command({ cmd: 'reconnect' });
+      reconnectsHeld.clear();
+    },
+    maxToken: () =>
+      history.reduce(
+        (max, l) => (l.token !== undefined && BigInt(l.token) > max ? BigInt(l.token) : max),
+        0n,
+      ),
+  };
+
+  const workloads = (Object.entries(options.workers) as [Workload, number][]).filter(
+    ([, n]) => n > 0,
+  );
+  /** Every workload has written successfully since `since`. */
+  const progressed = (since: number) =>
+    workloads.every(([workload]) => (lastOkWrite.get(workload) ?? 0) > since);
+
+  let failure: Error | undefined;
+  try {
+    for (const [workload, count] of workloads) {
+      for (let i = 0; i < count; i++) await spawn(workload);
+    }
+    const started = now();
+    if (!(await waitUntil(() => progressed(started), READY_MS))) {
+      const stuck = workloads.filter(([w]) => !lastOkWrite.has(w)).map(([w]) => w);
+      throw new Error(
+        `the workloads ${stuck.join(', ')} made no progress within ${READY_MS} ms of starting ` +
+          `(seed ${seed}; history in ${dir})`,
+      );
+    }
+
+    const sequence = [...options.faults];
+    const endAt = now() + (options.durationMs ?? 30_000);
+    for (;;) {
+      const kind =
+        (options.mode ?? 'sequence') === 'sequence'
+          ? sequence.shift()
+          : now() < endAt
+            ? random.pick(options.faults)
+            : undefined;
+      if (kind === undefined) break;
+      if (!(await inject(ctl, kind))) continue;
+      injected[kind] = (injected[kind] ?? 0) + 1;
+      // Before the next fault (or the end of the run): every workload has made progress, the
+      // fault's liveness bound has passed, and after a fault on a holder someone else has been
+      // granted, so each fault's recovery is measured on its own and within the history.
+      const ended = now();
+      const start = [...history].reverse().find((l) => l.type === 'fault-start')!;
+      const settleAt =
+        (HOLDER_FAULTS.has(kind) ? start.at : ended) +
+        ttlSeconds * 1000 +
+        (RESTARTS.has(kind) ? 2_500 : 1_500);
+      const granted = () =>
+        !HOLDER_FAULTS.has(kind) ||
+        history.some(
+          (l) =>
+            l.type === 'ok' &&
+            (l.op === 'acquire' || l.op === 'campaign') &&
+            l.process !== start.target &&
+            l.at > start.at,
+        );
+      await waitUntil(() => progressed(ended) && now() >= settleAt && granted(), PROGRESS_MS);
+      await sleep(random.between(300, 1_000));
+    }
+    await sleep(1_000);
+  } catch (err) {
+    failure = err instanceof Error ? err : new Error(String(err));
+  } finally {
+    running = false;
+    await Promise.allSettled([...spawning]);
+    await Promise.all(workers.map((w) => w.stop(STOP_GRACE_MS)));
+    await Promise.all(workers.map((w) => w.closeProxies()));
+  }
+  const logs = await resources.logs();
+  await resources.close();
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    join(dir, 'workers.log'),
+    workers.map((w) => `== ${w.name} (${w.workload}, pid ${w.pid})\n${w.stderr}`).join('\n'),
+  );
+  if (failure !== undefined) {
+    await writeFile(join(dir, 'history.jsonl'), history.map((l) => JSON.stringify(l)).join('\n'));
+    throw failure;
+  }
+
+  const config: CheckConfig = {
+    ttlSeconds,
+    electionTimeoutMs: ELECTION_TIMEOUT_MS,
+    toleranceMs: TOLERANCE_MS,
+    faults: [...new Set(options.faults)],
+    seed,
+    fencing: !workloads.some(([w]) => w === 'unfenced'),
+  };
+  const result = checkRun({ history, logs, config });
+  const { unexcused, excused } = excuseLateSignals(result.violations, history, TOLERANCE_MS);
+  await writeFile(
+    join(dir, 'history.jsonl'),
+    history.map((l) => JSON.stringify(l)).join('\n') + '\n',
+  );
+  await writeFile(join(dir, 'logs.json'), `${JSON.stringify(logs, null, 2)}\n`);
+  await writeRunArtifacts(dir, { history, logs, result, config });
+  if (options.screenshot) await screenshot(join(dir, 'timeline.html'), join(dir, 'timeline.png'));
+  if (excused.length > 0) {
+    await writeFile(join(dir, 'excused.json'), `${JSON.stringify(excused, null, 2)}\n`);
+  }
+  const ci = process.env.LEASEHOLD_CI_STATE;
+  if (ci) await cp(dir, join(ci, 'artifacts', 'faults', runId), { recursive: true });
+  console.log(`[faults] ${options.label}: ${result.summary}`);
+  if (excused.length > 0) {
+    console.log(
+      `[faults] ${options.label}: ${excused.length} S5 late signal(s) within the process's own ` +
+        `event-loop lag (worst lag ${Math.max(...excused.map((e) => e.loopLagMs))} ms): see excused.json`,
+    );
+  }
+
+  return {
+    runId,
+    dir,
+    seed,
+    result,
+    unexcused,
+    excused,
+    injected,
+    history,
+    logs,
+    missing: resources.missing,
+    describe: () =>
+      [
+        `fault run "${options.label}" seed ${seed} (replay: FAULTS_SEED=${seed}); artifacts in ${dir}`,
+        result.summary,
+        ...unexcused.slice(0, 10).map((v) => `  ${v.rule}: ${v.message}`),
+      ].join('\n'),
+  };
+}

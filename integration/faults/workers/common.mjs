@@ -1,0 +1,294 @@
+// What every fault-suite worker shares: its configuration (one JSON object in FAULTS_CONFIG),
+// the history lines it prints on stdout (one JSON object per event, the format the checker
+// reads), the resources it writes to (fenced or, for the negative control, not), and the stdin
+// commands the runner sends (`stall`, `stop`).
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, isClusterChangedError, isLeaseholdError } from '@leasehold/core';
+import { isStaleTokenError } from '@leasehold/fence';
+
+/** @type {{ process: string, workload: string, name: string, endpoints: string[], lockPrefix: string, electionPrefix: string, cronPrefix: string, ttlSeconds: number, callTimeoutMs: number, recheckIntervalMs: number, fenced: boolean, seed: number, holdMs: [number, number], acquireTimeoutMs: [number, number], resources: { memory?: string, postgres?: { url: string, fenceTable: string, logTable: string }, redis?: { url: string, prefix: string } } }} */
+export const config = JSON.parse(process.env.FAULTS_CONFIG ?? '{}');
+
+export const now = () => performance.timeOrigin + performance.now();
+
+// How late this process's timers run: a 20 ms ticker's worst lateness over the last 2 s. A loss
+// signal that comes late by no more than this came as early as the event loop let it.
+const lags = [];
+let expected = performance.now() + 20;
+setInterval(() => {
+  const t = performance.now();
+  lags.push([t, Math.max(0, t - expected)]);
+  expected = t + 20;
+  while (lags.length > 0 && lags[0][0] < t - 2_000) lags.shift();
+}, 20).unref();
+export const loopLagMs = () =>
+  Math.round(Math.max(0, ...lags.map(([, lag]) => lag), performance.now() - expected));
+
+let lineSeq = 0;
+/** Prints one history line; `at` is taken now, so call it at the moment of the event. */
+export function emit(line) {
+  const full = { at: now(), process: config.process, pid: process.pid, seq: ++lineSeq, ...line };
+  process.stdout.write(`${JSON.stringify(full)}\n`);
+}
+
+let opSeq = 0;
+export const nextId = () => ++opSeq;
+
+/** mulberry32: a small seeded PRNG, so a worker's choices replay with the run's seed. */
+export function prng(seed) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { next, between: ([lo, hi]) => lo + Math.floor(next() * (hi - lo + 1)) };
+}
+export const random = prng(config.seed ?? 1);
+
+/** The `reason` of a `fail` line for an error. */
+export function reasonOf(err) {
+  if (isStaleTokenError(err)) return 'stale';
+  if (stopSignal.aborted && err === stopSignal.reason) return 'aborted';
+  if (err?.code === 'LOCK_TIMEOUT' || err?.code === 'CAMPAIGN_TIMEOUT') return 'timeout';
+  if (err?.name === 'AbortError' || err?.code === 'ABORT_ERR') return 'aborted';
+  if (isLeaseholdError(err)) return `error:${err.code}`;
+  return `error:${err?.code ?? err?.name ?? 'unknown'}`;
+}
+
+const stop = new AbortController();
+/** Aborts when the runner asks the worker to stop (a `stop` command or stdin closing). */
+export const stopSignal = stop.signal;
+
+let clusterChanged = false;
+let reconnectAllowed;
+const reconnectGiven = new Promise((resolve) => (reconnectAllowed = resolve));
+
+/** Notes a `ClusterChangedError` (a snapshot restore): the workload then reconnects. */
+export function noteClusterChange(err) {
+  if (clusterChanged) return;
+  if (!isClusterChangedError(err) && !isClusterChangedError(err?.cause)) return;
+  clusterChanged = true;
+  emit({ type: 'info', op: 'cluster-changed', workload: config.workload });
+}
+
+export const clusterHasChanged = () => clusterChanged;
+
+/**
+ * After a change of cluster, closes `client` and connects afresh once the runner allows it (as an
+ * operator restarts clients after a restore, once the revision is above every token issued).
+ */
+export async function reconnect(client) {
+  await Promise.race([client.close().catch(() => {}), sleep(3_000)]);
+  await Promise.race([reconnectGiven, new Promise((r) => stopSignal.addEventListener('abort', r))]);
+  if (stopSignal.aborted) return client;
+  for (;;) {
+    try {
+      const fresh = await connect(connectOptions());
+      fresh.onCleanupError(() => {});
+      clusterChanged = false;
+      emit({ type: 'info', op: 'reconnected', workload: config.workload });
+      return fresh;
+    } catch (err) {
+      if (stopSignal.aborted) throw err;
+      await pause(200);
+    }
+  }
+}
+
+/**
+ * Commands from the runner, one JSON line each: `stall` blocks the event loop for `ms` (a long
+ * synchronous task: no timer, no socket, no keepalive runs meanwhile), `stop` ends the workload.
+ */
+export function listen() {
+  const rl = createInterface({ input: process.stdin });
+  rl.on('line', (line) => {
+    const msg = JSON.parse(line);
+    if (msg.cmd === 'stall') {
+      emit({ type: 'info', op: 'stall', phase: 'start', ms: msg.ms });
+      const end = performance.now() + msg.ms;
+      while (performance.now() < end) {
+        // busy: the event loop is blocked on purpose
+      }
+      emit({ type: 'info', op: 'stall', phase: 'end', ms: msg.ms });
+    } else if (msg.cmd === 'reconnect') {
+      reconnectAllowed();
+    } else if (msg.cmd === 'stop') {
+      stop.abort(new Error('stop'));
+    }
+  });
+  rl.on('close', () => stop.abort(new Error('stdin closed')));
+}
+
+/** Emits the hold's local deadline now and then (at most every 200 ms) while `held()`. */
+export function trackDeadline(held, remainingMs, token) {
+  let last = 0;
+  const tick = () => {
+    if (!held()) return;
+    const deadlineAt = now() + remainingMs();
+    if (Math.abs(deadlineAt - last) < 20) return;
+    last = deadlineAt;
+    emit({
+      type: 'info',
+      op: 'deadline',
+      workload: config.workload,
+      name: config.name,
+      token,
+      deadlineAt,
+    });
+  };
+  const timer = setInterval(tick, 200);
+  return () => clearInterval(timer);
+}
+
+let writeSeq = 0;
+
+/**
+ * Writes once to every resource under `token` (fenced unless the run is the negative control).
+ * With `isHeld`, a write is first refused locally when the hold is already lost (a zombie the SDK
+ * prevented); without it the write goes out whatever the hold's state, as code that checked once
+ * per hold would send it, and only the resource can refuse it.
+ */
+export async function writeAll(resources, token, isHeld) {
+  let lost = false;
+  for (const [resource, write] of Object.entries(resources.writers)) {
+    const id = nextId();
+    const writeId = `${config.process}-${++writeSeq}`;
+    const base = {
+      op: 'write',
+      id,
+      workload: config.workload,
+      name: config.name,
+      token,
+      resource,
+      writeId,
+    };
+    emit({ type: 'invoke', ...base });
+    if (lost || (isHeld && !isHeld())) {
+      lost = true;
+      emit({ type: 'fail', ...base, reason: 'lost' });
+      continue;
+    }
+    try {
+      await write({ name: config.name, token, writeId, process: config.process });
+      emit({ type: 'ok', ...base });
+    } catch (err) {
+      if (isStaleTokenError(err)) emit({ type: 'fail', ...base, reason: 'stale' });
+      else
+        emit({
+          type: 'info',
+          ...base,
+          reason: reasonOf(err),
+          message: String(err?.message ?? err),
+        });
+    }
+  }
+  return !lost;
+}
+
+const WRITE_TIMEOUT_MS = 3_000;
+
+/** Clients of the run's resources: `writers[resource](entry)` and `close()`. */
+export async function openResources() {
+  const writers = {};
+  const closers = [];
+  const { memory, postgres, redis } = config.resources;
+  if (memory) {
+    writers.memory = async (entry) => {
+      const res = await fetch(`${memory}/write`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...entry, fenced: config.fenced }),
+        signal: AbortSignal.timeout(WRITE_TIMEOUT_MS),
+      });
+      const body = await res.json();
+      if (body.stale) {
+        const { StaleTokenError } = await import('@leasehold/fence');
+        throw new StaleTokenError(entry.name, BigInt(entry.token), BigInt(body.highest));
+      }
+      if (!body.ok) throw new Error(`memory resource: ${JSON.stringify(body)}`);
+    };
+  }
+  if (postgres) {
+    const { default: pg } = await import('pg');
+    const { withFence } = await import('@leasehold/fence/postgres');
+    const pool = new pg.Pool({
+      connectionString: postgres.url,
+      max: 2,
+      statement_timeout: WRITE_TIMEOUT_MS,
+    });
+    pool.on('error', () => {});
+    const insert = `INSERT INTO ${postgres.logTable} (name, token, write_id, process) VALUES ($1, $2::int8, $3, $4)`;
+    const args = (e) => [e.name, e.token, e.writeId, e.process];
+    writers.postgres = config.fenced
+      ? (e) =>
+          withFence(pool, { resource: e.name, token: e.token, table: postgres.fenceTable }, (tx) =>
+            tx.query(insert, args(e)),
+          )
+      : (e) => pool.query(insert, args(e));
+    closers.push(() => pool.end());
+  }
+  if (redis) {
+    const { Redis } = await import('ioredis');
+    const { fencedExec, safeRedisOptions } = await import('@leasehold/fence/redis');
+    const client = new Redis(redis.url, { ...safeRedisOptions, commandTimeout: WRITE_TIMEOUT_MS });
+    client.on('error', () => {});
+    const logKey = `${redis.prefix}log`;
+    const valueKey = (name) => `${redis.prefix}{${name}}:value`;
+    const record = (e) =>
+      JSON.stringify({ name: e.name, token: e.token, writeId: e.writeId, process: e.process });
+    writers.redis = config.fenced
+      ? // The value and the log entry are written by the fence's own script, so the log is in
+        // commit order and holds exactly the writes the fence accepted.
+        (e) =>
+          fencedExec(client, {
+            fenceKey: `${redis.prefix}{${e.name}}:fence`,
+            token: e.token,
+            resource: e.name,
+            commands: [
+              ['HSET', valueKey(e.name), 'value', e.writeId, 'token', e.token],
+              ['RPUSH', logKey, record(e)],
+            ],
+          })
+      : (e) =>
+          client
+            .multi()
+            .hset(valueKey(e.name), 'value', e.writeId, 'token', e.token)
+            .rpush(logKey, record(e))
+            .exec();
+    closers.push(() => client.quit().catch(() => client.disconnect()));
+  }
+  return {
+    writers,
+    close: () => Promise.allSettled(closers.map((close) => close())),
+  };
+}
+
+/** Connect options every workload uses: short TTL, short call deadlines, the run's prefixes. */
+export function connectOptions() {
+  return {
+    endpoints: config.endpoints,
+    lockPrefix: config.lockPrefix,
+    electionPrefix: config.electionPrefix,
+    callTimeoutMs: config.callTimeoutMs,
+    dialTimeoutMs: 10_000,
+    recheckIntervalMs: config.recheckIntervalMs,
+    session: { ttlSeconds: config.ttlSeconds },
+  };
+}
+
+/** Sleeps unless the workload is stopping. */
+export const pause = (ms) => sleep(ms, undefined, { signal: stopSignal }).catch(() => {});
+
+/** Ends the process once the workload is done, even if a handle would keep it alive. */
+export async function finish(client, resources) {
+  const deadline = setTimeout(() => process.exit(0), 5_000);
+  deadline.unref();
+  await client.close().catch(() => {});
+  await resources.close();
+  emit({ type: 'info', op: 'exit', workload: config.workload, reason: 'stopped' });
+  process.exit(0);
+}

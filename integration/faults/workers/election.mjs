@@ -1,0 +1,115 @@
+// The election workload: `lead()` the election; while leading, write to every resource with the
+// term's token a few rounds (the first checked against the term's signal, the later ones not),
+// then return so that `lead()` resigns and another candidate gets a term; campaign again.
+import { connect } from '@leasehold/core';
+import {
+  config,
+  connectOptions,
+  emit,
+  noteClusterChange,
+  finish,
+  listen,
+  loopLagMs,
+  clusterHasChanged,
+  reconnect,
+  nextId,
+  now,
+  openResources,
+  pause,
+  random,
+  reasonOf,
+  stopSignal,
+  trackDeadline,
+  writeAll,
+} from './common.mjs';
+
+listen();
+const resources = await openResources();
+let client = await connect(connectOptions());
+client.onCleanupError(() => {});
+const { workload, name } = config;
+emit({ type: 'info', op: 'ready', workload, name });
+
+while (!stopSignal.aborted) {
+  if (clusterHasChanged()) client = await reconnect(client);
+  const id = nextId();
+  emit({ type: 'invoke', op: 'campaign', id, workload, name });
+  let term;
+  let resign;
+  try {
+    await client.lead(
+      name,
+      config.process,
+      async ({ token: bigToken, signal, leadership }) => {
+        const token = bigToken.toString();
+        const untrack = trackDeadline(
+          () => leadership.isLeader,
+          () => leadership.session.remainingMs(),
+          token,
+        );
+        try {
+          const rounds = random.between([2, 3]);
+          for (let round = 0; round < rounds && !stopSignal.aborted; round++) {
+            const held = round === 0 ? () => !signal.aborted : undefined;
+            if (!(await writeAll(resources, token, held))) break;
+            await pause(random.between(config.holdMs));
+          }
+        } finally {
+          untrack();
+        }
+        resign = { id: nextId(), token };
+        emit({ type: 'invoke', op: 'resign', id: resign.id, workload, name, token });
+      },
+      {
+        signal: stopSignal,
+        recampaign: false,
+        onElected: (leadership) => {
+          term = leadership.token.toString();
+          emit({
+            type: 'ok',
+            op: 'campaign',
+            id,
+            workload,
+            name,
+            token: term,
+            deadlineAt: now() + leadership.session.remainingMs(),
+            key: leadership.key,
+            leaseId: leadership.session.leaseId.toString(16),
+          });
+          leadership.onLost((err) => {
+            emit({
+              type: 'info',
+              op: 'lost',
+              workload,
+              name,
+              token: term,
+              reason: err.code,
+              detail: err.reason,
+              loopLagMs: loopLagMs(),
+            });
+            noteClusterChange(err);
+          });
+        },
+        onLost: (err) => noteClusterChange(err),
+      },
+    );
+    if (resign)
+      emit({ type: 'ok', op: 'resign', id: resign.id, workload, name, token: resign.token });
+    else if (!term) emit({ type: 'fail', op: 'campaign', id, workload, name, reason: 'aborted' });
+  } catch (err) {
+    if (!term) emit({ type: 'fail', op: 'campaign', id, workload, name, reason: reasonOf(err) });
+    else if (resign)
+      emit({
+        type: 'fail',
+        op: 'resign',
+        id: resign.id,
+        workload,
+        name,
+        reason: reasonOf(err),
+        message: String(err?.stack ?? err),
+      });
+    noteClusterChange(err);
+    await pause(random.between([20, 120]));
+  }
+}
+await finish(client, resources);
