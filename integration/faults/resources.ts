@@ -120,7 +120,7 @@ export class Resources {
         write_id: string;
         process: string;
       }>(
-        `SELECT seq::text AS seq, name, token::text AS token, write_id, process FROM ${this.endpoints.postgres.logTable} ORDER BY seq`,
+        `SELECT seq::text AS seq, name, token::text AS token, write_id, process FROM ${this.endpoints.postgres.logTable} AS l ORDER BY l.seq`,
       );
       logs.postgres = rows.map((r) => ({
         seq: Number(r.seq),

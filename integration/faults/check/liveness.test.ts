@@ -68,6 +68,23 @@ describe('liveness: progress resumes within the bound', () => {
     expect(result.violations[0]?.message).toContain('recovery');
   });
 
+  it('judges each workload apart: locks moving on do not vouch for a stuck election', () => {
+    const b = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0)
+      .acquire('w3', 'E', 7, 0, { workload: 'election' })
+      .fault('kill-leader', '', 100, 200);
+    b.write('w1', { token: 5, at: 300 }); // the lock workload recovers at once
+    b.write('w3', { token: 7, at: 300, workload: 'election', takesMs: 5000 }); // the leader's does not
+    b.write('w1', { token: 5, at: 6000 }); // the history runs on past the bound
+    const { violations, samples } = run(b);
+    expect(samples).toMatchObject([
+      { workload: 'election', status: 'late' },
+      { workload: 'lock', status: 'ok' },
+    ]);
+    expect(violations).toHaveLength(1);
+    expect(violations[0]?.message).toContain('election workload');
+  });
+
   it('holds leader faults to the election timeout + 1 s from the config', () => {
     const b = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0)

@@ -5,15 +5,18 @@ import type { CheckConfig, Violation } from './types.js';
 /**
  * - takeover: a holder died or froze; measured from the fault's start to the first acquire or
  *   campaign by another process of the name the target held or wanted (TTL + 1 s).
- * - recovery: measured from the fault's end to the first successful acquire, campaign, write or
- *   cron run by anyone (leader/member faults: election timeout + 1 s; network faults: 1 s;
- *   cluster restart or restore: 2 s).
+ * - recovery: measured from the fault's end, for each workload that was asking, to its first
+ *   successful acquire, campaign or write (leader/member faults: election timeout + 1 s; network
+ *   faults: 1 s; cluster restart or restore: 2 s): one workload's progress does not vouch for
+ *   another's. Cron runs only at its fire times, so its recovery is reported, not judged.
  * - lock-free: after a cluster restart or restore, the first acquire or campaign (TTL + 2 s).
  */
 export type Measure = 'takeover' | 'recovery' | 'lock-free';
 
 export interface LatencySample {
   faultId: string;
+  /** For recovery: the workload measured. */
+  workload?: string;
   fault: string;
   target: string;
   measure: Measure;
@@ -89,9 +92,13 @@ export function checkLiveness(context: CheckContext): LivenessResult {
     for (const plan of plansFor(fault, context.config)) {
       const fromAt = plan.from === 'start' ? fault.start : fault.end;
       if (fromAt === undefined) continue; // the run ended during the fault
-      const sample = measure(context, fault, plan, fromAt);
-      samples.push(sample);
-      if (sample.status === 'late' || sample.status === 'missing') {
+      const workloads: (string | undefined)[] =
+        plan.measure === 'recovery' ? workloadsOf(context) : [undefined];
+      for (const workload of workloads) {
+        const sample = measure(context, fault, plan, fromAt, workload);
+        samples.push(sample);
+        if (sample.status !== 'late' && sample.status !== 'missing') continue;
+        if (workload === 'cron') continue; // reported, not judged: see above
         const seen =
           sample.status === 'late'
             ? `came after ${fmt(sample.latencyMs ?? 0)}`
@@ -100,7 +107,8 @@ export function checkLiveness(context: CheckContext): LivenessResult {
           rule: 'liveness',
           at: fromAt,
           message:
-            `${fault.fault} ${fault.id} (target ${fault.target || '-'}): ${plan.measure} from the ` +
+            `${fault.fault} ${fault.id} (target ${fault.target || '-'}): ${plan.measure}` +
+            `${workload ? ` of the ${workload} workload` : ''} from the ` +
             `fault's ${plan.from} ${seen}; bound ${fmt(plan.boundMs)}`,
         });
       }
@@ -114,13 +122,17 @@ function measure(
   fault: FaultWindow,
   plan: Plan,
   fromAt: number,
+  workload?: string,
 ): LatencySample {
-  const relevant = relevantOps(context, fault, plan);
+  const relevant = relevantOps(context, fault, plan).filter(
+    (o) => workload === undefined || o.workload === workload,
+  );
   const success = relevant
     .filter((o) => o.type === 'ok' && o.doneAt !== undefined && o.doneAt > fromAt)
     .sort((a, b) => (a.doneAt ?? 0) - (b.doneAt ?? 0))[0];
   const base = {
     faultId: fault.id,
+    ...(workload === undefined ? {} : { workload }),
     fault: fault.fault,
     target: fault.target,
     measure: plan.measure,
@@ -138,6 +150,11 @@ function measure(
   }
   if (context.model.endAt < limit) return { ...base, status: 'unobserved' };
   return { ...base, status: demand ? 'missing' : 'no-demand' };
+}
+
+/** The workloads whose operations the history holds, in a stable order. */
+function workloadsOf(context: CheckContext): string[] {
+  return [...new Set(context.model.operations.map((o) => o.workload))].sort();
 }
 
 function relevantOps(context: CheckContext, fault: FaultWindow, plan: Plan): Operation[] {

@@ -37,6 +37,7 @@ function lateSignals(context: CheckContext): Violation[] {
       if (deadline !== undefined && hold.lostAt > deadline + toleranceMs) {
         violations.push({
           ...base,
+          kind: 'late-signal',
           at: hold.lostAt,
           message: `${what} was signalled lost ${Math.round(hold.lostAt - deadline)} ms after its local deadline (tolerance ${toleranceMs} ms)`,
         });
@@ -61,6 +62,7 @@ function lateSignals(context: CheckContext): Violation[] {
     if (late !== undefined) {
       violations.push({
         ...base,
+        kind: 'unsignalled',
         at: late,
         message: `${what} was still in use ${Math.round(late - deadline)} ms after its local deadline with no loss signal (tolerance ${toleranceMs} ms)`,
       });
@@ -93,6 +95,7 @@ function beliefOverlaps(context: CheckContext): Violation[] {
         if (overlapMs <= context.toleranceMs) continue;
         violations.push({
           rule: 'S5',
+          kind: 'overlap',
           at: hold.start,
           process: hold.process,
           token: hold.token,

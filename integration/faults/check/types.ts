@@ -82,6 +82,11 @@ export const RULES: readonly Rule[] = ['S1', 'S2', 'S3', 'S4', 'S5', 'liveness']
 
 export interface Violation {
   rule: Rule;
+  /**
+   * For S5: `late-signal` (the loss signal came after the deadline), `unsignalled` (the hold
+   * was used past its deadline with no signal) or `overlap` (two processes believed at once).
+   */
+  kind?: 'late-signal' | 'unsignalled' | 'overlap';
   message: string;
   at?: number;
   process?: string;

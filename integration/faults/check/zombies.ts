@@ -101,7 +101,10 @@ function supersededBy(holds: Hold[], write: Write): Hold | undefined {
 
 /** Whether the resource's log holds a larger token for the write's name before the write itself. */
 function landedAfterLarger(context: CheckContext, write: Write): boolean {
-  const log = context.logs[write.resource] ?? [];
+  // Commit order is seq order, whatever order the log arrived in.
+  const log = [...(context.logs[write.resource] ?? [])].sort(
+    (a, b) => Number(a.seq) - Number(b.seq),
+  );
   const at = log.findIndex((entry) => entry.writeId === write.writeId);
   // An acknowledged write missing from the log is S3's to report; count it as landed late.
   const before = at === -1 ? log : log.slice(0, at);
