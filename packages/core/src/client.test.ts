@@ -45,6 +45,19 @@ describe('connect() option validation', () => {
       /^tls\.clientCert and tls\.clientKey/,
     ],
     ['tls (with http endpoints)', { tls: { caCert: 'pem' } }, /https:\/\/ URLs when tls is set/],
+    [
+      'tls (caCert not PEM)',
+      { endpoints: 'https://127.0.0.1:1', tls: { caCert: 'pem' } },
+      /^tls\.caCert must be PEM/,
+    ],
+    [
+      'tls (client cert and key not PEM)',
+      {
+        endpoints: 'https://127.0.0.1:1',
+        tls: { caCert: '-----BEGIN CERTIFICATE-----', clientCert: 'c', clientKey: 'k' },
+      },
+      /^tls\.clientCert and tls\.clientKey must be a PEM certificate/,
+    ],
     ['auth (empty username)', { auth: { username: '', password: 'p' } }, /^auth must be/],
     ['auth (no password)', { auth: { username: 'u' } }, /^auth must be/],
     ['lockPrefix (NUL)', { lockPrefix: 'a\0b' }, /^lockPrefix must be/],

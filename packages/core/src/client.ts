@@ -1,5 +1,5 @@
 import { raceSignal, systemClock, type Clock } from './clock.js';
-import { ClientClosedError, type LeaseholdError } from './errors.js';
+import { ClientClosedError, type LeaseholdError, type LeaseLostError } from './errors.js';
 import { Etcd } from './etcd.js';
 import { Listeners } from './latch.js';
 import { campaign, type CampaignOptions, type Leadership } from './election.js';
@@ -16,8 +16,10 @@ import {
 import {
   defaults,
   encodeName,
+  checkOptions,
   invalid,
   MAX_TIMER_MS,
+  tunables,
   validateAttempts,
   validateAuth,
   validateDurationMs,
@@ -32,6 +34,10 @@ import { Observer, type LeaderState, type ObserveOptions } from './observe.js';
 import { Queue } from './queue.js';
 import { Session, sessionSettings, type SessionOptions } from './session.js';
 import { Watch } from './watch.js';
+import { errField, toLogger, type Logger } from './logger.js';
+import { endpointOf } from './endpoint.js';
+import { StallMonitor, type StallEvent } from './stall.js';
+import { Telemetry, telemetryOf, validateTelemetry, type TelemetryOptions } from './telemetry.js';
 
 export interface ConnectOptions {
   /** `http(s)://host:port` of one or more etcd members (a comma-separated string works too). */
@@ -44,6 +50,12 @@ export interface ConnectOptions {
   dialTimeoutMs?: number;
   /** Deadline of each etcd call. Default 5000. */
   callTimeoutMs?: number;
+  /**
+   * Deadline of one attempt of a call on one member, after which the call moves to another
+   * member (or, for a write that may have landed, fails). Default 1000 with several endpoints,
+   * `callTimeoutMs` with one. Raise it when round trips to etcd approach a second.
+   */
+  attemptTimeoutMs?: number;
   /** Attempts for idempotent etcd calls, 1–10. Default 3. */
   maxAttempts?: number;
   /** Key prefix for locks. Default `/leasehold/lock/`. */
@@ -56,6 +68,19 @@ export interface ConnectOptions {
   session?: Omit<SessionOptions, 'signal' | 'leaseId'>;
   /** Aborting it cancels `connect()`, or closes the client once connected. */
   signal?: AbortSignal;
+  /**
+   * Where the client logs connection changes, member failover, retries, session loss, stalls and
+   * clean-up failures: a pino logger, or any object with pino's `debug`/`info`/`warn`/`error`.
+   * Default: silent.
+   */
+  logger?: Logger;
+  /** Meter and tracer providers to use instead of OpenTelemetry's global ones. */
+  telemetry?: TelemetryOptions;
+  /**
+   * Event-loop stalls at least this long while sessions are live are reported through
+   * `onStall`, the logger and metrics. Default 500.
+   */
+  stallThresholdMs?: number;
   /** @internal Injected by tests for timing maths. */
   clock?: Clock;
 }
@@ -67,17 +92,47 @@ export interface ConnectOptions {
  * what every later answer is checked against.
  */
 export async function connect(options: ConnectOptions): Promise<Leasehold> {
-  if (typeof options !== 'object' || options === null)
-    throw invalid('options', 'an object', options);
+  checkOptions(options, [
+    'endpoints',
+    'tls',
+    'auth',
+    'dialTimeoutMs',
+    'callTimeoutMs',
+    'attemptTimeoutMs',
+    'maxAttempts',
+    'lockPrefix',
+    'electionPrefix',
+    'recheckIntervalMs',
+    'session',
+    'signal',
+    'logger',
+    'telemetry',
+    'stallThresholdMs',
+    'clock',
+  ]);
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = validateEndpoints(options.endpoints);
   const clock = options.clock ?? systemClock;
+  const log = toLogger(options.logger);
+  const telemetry = new Telemetry(log, validateTelemetry(options.telemetry), clock);
+  const stallThresholdMs = validateDurationMs(
+    'stallThresholdMs',
+    options.stallThresholdMs ?? defaults.stallThresholdMs,
+    MAX_TIMER_MS,
+  );
   const etcdOptions = {
+    telemetry,
     clock,
     endpoints,
     dialTimeoutMs: ms('dialTimeoutMs'),
     callTimeoutMs: ms('callTimeoutMs'),
+    attemptTimeoutMs: validateDurationMs(
+      'attemptTimeoutMs',
+      options.attemptTimeoutMs ??
+        (endpoints.length > 1 ? defaults.attemptTimeoutMs : ms('callTimeoutMs')),
+      MAX_TIMER_MS,
+    ),
     maxAttempts: validateAttempts(options.maxAttempts ?? defaults.maxAttempts),
     tls: validateTls(options.tls, endpoints),
     auth: validateAuth(options.auth),
@@ -108,13 +163,18 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   }
   const signal = validateSignal(options.signal);
   signal?.throwIfAborted();
-  const etcd = await Etcd.open(etcdOptions, lockPrefix, signal);
+  const etcd = await Etcd.open(etcdOptions, lockPrefix, signal).catch((err: unknown) => {
+    log.error({ endpoints, err: errField(err) }, 'could not connect to etcd');
+    throw err;
+  });
+  log.info({ endpoints, clusterId: etcd.clusterId }, 'connected to etcd');
   const client = new Leasehold(
     etcd,
     clock,
     { lockPrefix, electionPrefix },
     recheckIntervalMs,
     shared,
+    stallThresholdMs,
   );
   signal?.addEventListener('abort', () => void client.close(), { once: true });
   return client;
@@ -139,6 +199,9 @@ export class Leasehold implements AsyncDisposable {
   /** Live sessions by lease id (decimal). */
   readonly #sessions = new Map<string, Session>();
   readonly #cleanupErrors = new Listeners<LeaseholdError>();
+  readonly #stalls = new Listeners<StallEvent>();
+  readonly #stallMonitor: StallMonitor<Session>;
+  readonly #unobserve: () => void;
   /** Aborts on close: ends observers. */
   readonly #closed = new AbortController();
   #shared: Session | undefined;
@@ -153,8 +216,21 @@ export class Leasehold implements AsyncDisposable {
     prefixes: { lockPrefix: string; electionPrefix: string },
     recheckIntervalMs: number,
     sharedOptions: Omit<SessionOptions, 'signal'>,
+    stallThresholdMs: number = defaults.stallThresholdMs,
   ) {
     this.etcd = etcd;
+    const telemetry = telemetryOf(etcd);
+    this.#unobserve = telemetry.observeSessions(() => this.#sessions.values());
+    this.#stallMonitor = new StallMonitor(
+      clock,
+      stallThresholdMs,
+      tunables.stallCheckIntervalMs,
+      () => this.#sessions.values(),
+      (stalledMs, sessions) => this.#stalled(stalledMs, sessions),
+    );
+    etcd.onChanged((err) =>
+      telemetry.log.error({ err: errField(err) }, 'etcd cluster changed: every session ends'),
+    );
     this.clock = clock;
     this.lockPrefix = prefixes.lockPrefix;
     this.electionPrefix = prefixes.electionPrefix;
@@ -205,7 +281,14 @@ export class Leasehold implements AsyncDisposable {
     }
     const id = session.leaseId.toString();
     this.#sessions.set(id, session);
-    session.signal.addEventListener('abort', () => this.#sessions.delete(id), { once: true });
+    this.#stallMonitor.start();
+    session.signal.addEventListener(
+      'abort',
+      // The stall monitor idles by itself on its next tick without sessions: a session lost to
+      // a stall must still be reported by the late tick that measures the stall.
+      () => this.#sessions.delete(id),
+      { once: true },
+    );
     for (const watch of this.#watches) watch.wake();
     return session;
   }
@@ -297,9 +380,7 @@ export class Leasehold implements AsyncDisposable {
    */
   observe(election: string, options: ObserveOptions = {}): AsyncIterableIterator<LeaderState> {
     const segment = encodeName(election, 'election');
-    if (typeof options !== 'object' || options === null) {
-      throw invalid('options', 'an object', options);
-    }
+    checkOptions(options, ['signal']);
     this.etcd.assertUsable();
     return Observer.start(this.elections, segment, options, this.#closed.signal);
   }
@@ -330,7 +411,44 @@ export class Leasehold implements AsyncDisposable {
     return this.#cleanupErrors.add(listener);
   }
 
+  /**
+   * Calls `listener` when this process's event loop was blocked for at least `stallThresholdMs`
+   * while sessions were live: once per live session, with the stall's length, the lease, and the
+   * time left on it right after (0 and `lost: true` if the stall ran past its deadline). Every
+   * stall eats into every live lease: keepalives are not sent while the loop is blocked. Also
+   * logged (warn) and counted (`leasehold.stalls`, `leasehold.stall.duration`).
+   */
+  onStall(listener: (event: StallEvent) => void): Disposable {
+    return this.#stalls.add(listener);
+  }
+
+  #stalled(stalledMs: number, sessions: Session[]): void {
+    const telemetry = telemetryOf(this.etcd);
+    telemetry.stalled(stalledMs);
+    for (const session of sessions) {
+      // Closed before the stall (after the monitor's last look): it held nothing meanwhile.
+      if ((session.signal.reason as LeaseLostError | undefined)?.reason === 'closed') continue;
+      const event = {
+        stalledMs,
+        leaseId: session.leaseId,
+        remainingMs: session.remainingMs(), // reading it checks the deadline
+        lost: session.isLost,
+      };
+      const fields = { ...event, leaseId: session.leaseId.toString(16) };
+      telemetry.log.warn(
+        fields,
+        `event loop stalled ${Math.round(stalledMs)} ms while holding a lease`,
+      );
+      this.#stalls.emit(event);
+    }
+  }
+
   #report(error: LeaseholdError): void {
+    const endpoint = endpointOf(error);
+    telemetryOf(this.etcd).log.warn(
+      { ...(endpoint === undefined ? {} : { endpoint }), err: errField(error) },
+      'background clean-up failed',
+    );
     if (this.#cleanupErrors.size > 0) return this.#cleanupErrors.emit(error);
     process.emitWarning(error.message, { code: 'LEASEHOLD_CLEANUP' });
   }
@@ -345,7 +463,13 @@ export class Leasehold implements AsyncDisposable {
       this.#closed.abort();
       await Promise.allSettled([...this.#sessions.values()].map((s) => s.close()));
       for (const watch of this.#watches) watch.close();
+      this.#stallMonitor.stop();
       this.etcd.close();
+      this.#unobserve();
+      telemetryOf(this.etcd).log.info(
+        { endpoints: this.etcd.options.endpoints },
+        'leasehold client closed',
+      );
     })();
     return this.#closing;
   }

@@ -370,6 +370,8 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
   const streams: FakeStream[] = [];
   const watches: FakeWatchStream[] = [];
   const revokes: string[] = [];
+  /** Streams reported stuck (`Etcd.stuck`), in order. */
+  const stuck: unknown[] = [];
   /** The `what` of every call, txn and read, in order. */
   const calls: string[] = [];
   const txns: { what: string; request: ITxnRequest }[] = [];
@@ -398,6 +400,7 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
   const header = headerAt(1);
   const etcd = {
     options: { callTimeoutMs: 1_000, endpoints: ['http://fake:1'] },
+    attemptTimeoutMs: 1_000,
     clusterId: '1',
     get answers() {
       return state.answers;
@@ -420,6 +423,8 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
       return handlers.range(what, request, () => store.range(request));
     },
     observe: () => {},
+    stuck: (stream: unknown) => void stuck.push(stream),
+    answered: () => undefined,
     onChanged: (listener: (error: Error) => void) => {
       changed.add(listener);
       return { [Symbol.dispose]: () => void changed.delete(listener) };
@@ -468,6 +473,7 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
     streams,
     watches,
     revokes,
+    stuck,
     state,
     store,
     calls,

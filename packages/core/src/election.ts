@@ -7,10 +7,11 @@
 import { timeoutSignal, type Clock } from './clock.js';
 import { CampaignTimeoutError, LeadershipLostError, LeadershipResignedError } from './errors.js';
 import { Hold, lossWhy } from './hold.js';
-import { checkOptions, sessionFor } from './mutex.js';
-import { encodeName, validateDurationMs, validateValue } from './options.js';
+import { sessionFor } from './mutex.js';
+import { checkOptions, encodeName, validateDurationMs, validateValue } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
 import type { Session } from './session.js';
+import { telemetryOf } from './telemetry.js';
 
 export interface CampaignOptions {
   /** Stop waiting when aborted; the promise rejects with `signal.reason`. */
@@ -47,13 +48,26 @@ const lostError =
  * after `timeoutMs`, the session's `LeaseLostError` if it is lost while waiting, and a
  * `LeadershipLostError` if the candidate's key vanishes; the candidacy is then withdrawn.
  */
-export async function campaign(
+export function campaign(
   maker: ElectionMaker,
   election: string,
   value: string,
   options: CampaignOptions,
 ): Promise<Leadership> {
-  checkOptions(options);
+  const span = 'leasehold.election.campaign';
+  return telemetryOf(maker.elections.etcd).acquisition('election', span, election, options, (j) =>
+    campaignNow(maker, election, value, options, j),
+  );
+}
+
+async function campaignNow(
+  maker: ElectionMaker,
+  election: string,
+  value: string,
+  options: CampaignOptions,
+  joined: (entry: Entry) => void,
+): Promise<Leadership> {
+  checkOptions(options, ['signal', 'timeoutMs', 'session']);
   const segment = encodeName(election, 'election');
   const bytes = Buffer.from(validateValue('value', value));
   const ms =
@@ -79,6 +93,7 @@ export async function campaign(
     void entry.remove('withdraw').catch(() => undefined);
     throw err;
   }
+  joined(entry);
   await entry.waitFirst(signal);
   return leadership;
 }

@@ -16,8 +16,12 @@ import {
   isInvalidArgumentError,
   isLeaseholdError,
   isLeaseLostError,
+  isPermissionDeniedError,
   isSessionClosedError,
+  isTlsError,
+  PermissionDeniedError,
   SessionClosedError,
+  TlsError,
 } from './errors.js';
 
 describe('errors', () => {
@@ -47,6 +51,22 @@ describe('errors', () => {
     }
     expect(isLeaseLostError(new SessionClosedError(1n))).toBe(true);
     expect(isLeaseLostError(new ClusterChangedError(1n, 'x'))).toBe(true);
+  });
+
+  it('TlsError is a ConnectError, PermissionDeniedError an EtcdRequestError', () => {
+    const tls = new TlsError('name-mismatch', 'x', ['https://a:1']);
+    expect(tls).toBeInstanceOf(ConnectError);
+    expect(tls).toMatchObject({ name: 'TlsError', code: 'TLS_FAILED', failure: 'name-mismatch' });
+    expect(tls.endpoints).toEqual(['https://a:1']);
+    expect([isTlsError(tls), isConnectError(tls)]).toEqual([true, true]);
+    expect(isTlsError(new ConnectError('x', []))).toBe(false);
+
+    const denied = new PermissionDeniedError('prefix "/p/"', 'x');
+    expect(denied).toBeInstanceOf(EtcdRequestError);
+    expect(denied).toMatchObject({ name: 'PermissionDeniedError', code: 'PERMISSION_DENIED' });
+    expect([isPermissionDeniedError(denied), isEtcdRequestError(denied)]).toEqual([true, true]);
+    expect(isPermissionDeniedError(new EtcdRequestError('x'))).toBe(false);
+    expect(isAuthError(denied) || isAuthError(tls)).toBe(false);
   });
 
   it("never answer for @leasehold/fence's errors, which carry their own brand", () => {

@@ -12,7 +12,9 @@ const BRAND = Symbol.for('leasehold.core.error');
 export type LeaseholdErrorCode =
   | 'INVALID_ARGUMENT'
   | 'CONNECT_FAILED'
+  | 'TLS_FAILED'
   | 'AUTH_FAILED'
+  | 'PERMISSION_DENIED'
   | 'ETCD_UNAVAILABLE'
   | 'ETCD_REQUEST_FAILED'
   | 'LEASE_LOST'
@@ -25,7 +27,8 @@ export type LeaseholdErrorCode =
   | 'LOCK_RELEASED'
   | 'CAMPAIGN_TIMEOUT'
   | 'LEADERSHIP_LOST'
-  | 'LEADERSHIP_RESIGNED';
+  | 'LEADERSHIP_RESIGNED'
+  | 'INSUFFICIENT_LEASE_TIME';
 
 export class LeaseholdError extends Error {
   declare readonly code: LeaseholdErrorCode;
@@ -51,13 +54,45 @@ function plain(code: LeaseholdErrorCode) {
 export class InvalidArgumentError extends plain('INVALID_ARGUMENT') {}
 
 /** No endpoint answered within `dialTimeoutMs`; `endpoints` lists what was tried. */
-export class ConnectError extends plain('CONNECT_FAILED') {
+export class ConnectError extends LeaseholdError {
   constructor(
     message: string,
     readonly endpoints: readonly string[],
     options?: { cause?: unknown },
+    code: LeaseholdErrorCode = 'CONNECT_FAILED',
   ) {
-    super(message, options);
+    super(code, message, options);
+  }
+}
+
+/**
+ * What went wrong in the TLS handshake with etcd:
+ * - `untrusted-server`: the server's certificate is not signed by `tls.caCert` (or expired);
+ * - `name-mismatch`: the server's certificate does not name the endpoint's host;
+ * - `client-cert-rejected`: the server wants a client certificate signed by a CA it trusts, and
+ *   got none, or another;
+ * - `server-not-tls`: an https endpoint, but the server speaks plaintext;
+ * - `server-requires-tls`: an http endpoint, but the server speaks TLS.
+ */
+export type TlsFailure =
+  | 'untrusted-server'
+  | 'name-mismatch'
+  | 'client-cert-rejected'
+  | 'server-not-tls'
+  | 'server-requires-tls';
+
+/**
+ * `connect()` reached no endpoint because of the TLS set-up: a {@link ConnectError} whose
+ * `failure` says what to fix. Retrying will not help.
+ */
+export class TlsError extends ConnectError {
+  constructor(
+    readonly failure: TlsFailure,
+    message: string,
+    endpoints: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(message, endpoints, options, 'TLS_FAILED');
   }
 }
 
@@ -68,7 +103,30 @@ export class AuthError extends plain('AUTH_FAILED') {}
 export class EtcdUnavailableError extends plain('ETCD_UNAVAILABLE') {}
 
 /** etcd answered with a refusal (permission denied, bad request, ...): retrying will not help. */
-export class EtcdRequestError extends plain('ETCD_REQUEST_FAILED') {}
+export class EtcdRequestError extends LeaseholdError {
+  constructor(
+    message: string,
+    options?: { cause?: unknown },
+    code: LeaseholdErrorCode = 'ETCD_REQUEST_FAILED',
+  ) {
+    super(code, message, options);
+  }
+}
+
+/**
+ * etcd's RBAC refused a call: the user's roles do not grant it the keys in `keys` (a readable
+ * description such as `prefix "/leasehold/lock/"`, or `unknown` when the call had none). An
+ * {@link EtcdRequestError}; retrying will not help until a role grants the range.
+ */
+export class PermissionDeniedError extends EtcdRequestError {
+  constructor(
+    readonly keys: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options, 'PERMISSION_DENIED');
+  }
+}
 
 /**
  * Why a session stopped being trustworthy:
@@ -235,6 +293,22 @@ export class LeadershipResignedError extends LeaseholdError {
   }
 }
 
+/**
+ * `assertTimeLeft(ms)` found less than `neededMs` left before the lease's local deadline: work
+ * that needs that long could not finish inside the lease. `leftMs` is 0 once the hold or session
+ * is lost, and `cause` is then the loss.
+ */
+export class InsufficientLeaseTimeError extends LeaseholdError {
+  constructor(
+    readonly neededMs: number,
+    readonly leftMs: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super('INSUFFICIENT_LEASE_TIME', message, options);
+  }
+}
+
 function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
   return (err: unknown): err is E =>
     typeof err === 'object' &&
@@ -245,10 +319,15 @@ function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
 
 export const isLeaseholdError = guard<LeaseholdError>();
 export const isInvalidArgumentError = guard<InvalidArgumentError>('INVALID_ARGUMENT');
-export const isConnectError = guard<ConnectError>('CONNECT_FAILED');
+export const isConnectError = guard<ConnectError>('CONNECT_FAILED', 'TLS_FAILED');
+export const isTlsError = guard<TlsError>('TLS_FAILED');
 export const isAuthError = guard<AuthError>('AUTH_FAILED');
 export const isEtcdUnavailableError = guard<EtcdUnavailableError>('ETCD_UNAVAILABLE');
-export const isEtcdRequestError = guard<EtcdRequestError>('ETCD_REQUEST_FAILED');
+export const isEtcdRequestError = guard<EtcdRequestError>(
+  'ETCD_REQUEST_FAILED',
+  'PERMISSION_DENIED',
+);
+export const isPermissionDeniedError = guard<PermissionDeniedError>('PERMISSION_DENIED');
 export const isLeaseLostError = guard<LeaseLostError>(
   'LEASE_LOST',
   'SESSION_CLOSED',
@@ -264,3 +343,5 @@ export const isLockReleasedError = guard<LockReleasedError>('LOCK_RELEASED');
 export const isCampaignTimeoutError = guard<CampaignTimeoutError>('CAMPAIGN_TIMEOUT');
 export const isLeadershipLostError = guard<LeadershipLostError>('LEADERSHIP_LOST');
 export const isLeadershipResignedError = guard<LeadershipResignedError>('LEADERSHIP_RESIGNED');
+export const isInsufficientLeaseTimeError =
+  guard<InsufficientLeaseTimeError>('INSUFFICIENT_LEASE_TIME');

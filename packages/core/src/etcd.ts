@@ -6,8 +6,10 @@
  * - only calls marked idempotent are retried (jittered exponential backoff, a few attempts); a
  *   txn that timed out may have been applied, so a non-idempotent one is re-sent only when the
  *   request provably never left this process;
- * - each member sits behind a circuit breaker that half-opens after 250 ms, so a member that
- *   reset its connection is tried again almost at once (etcd3's default rests it 5 s);
+ * - each attempt has a deadline of its own (`attemptTimeoutMs`, within the call's), and a
+ *   member that let an attempt hang rests while the others serve (see `Members`), so a frozen
+ *   member or a dead leader costs a call about one attempt, not `callTimeoutMs`; a member that
+ *   reset its connection is tried again after 250 ms (etcd3's default rests it 5 s);
  * - cluster identity: every answer must carry the cluster id seen at connect, and a linearizable
  *   answer must not carry a revision below the highest one known when its request was sent (a
  *   snapshot restore with the same member settings keeps the cluster id but rewinds revisions).
@@ -16,9 +18,7 @@
  * - streams are tracked, so `close()` leaves nothing running.
  */
 import {
-  ConsecutiveBreaker,
   ExponentialBackoff,
-  circuitBreaker,
   handleWhen,
   isBrokenCircuitError,
   noop,
@@ -40,14 +40,18 @@ import {
   AuthError,
   ClientClosedError,
   ClusterChangedError,
-  ConnectError,
   EtcdRequestError,
   EtcdUnavailableError,
   isLeaseholdError,
   type LeaseholdError,
 } from './errors.js';
 import { raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
+import { describeRanges, PERMISSION_DENIED, permissionDenied, rangesOfTxn } from './denied.js';
+import { connectFailure, tlsFailureOf } from './tls-failure.js';
 import { Listeners } from './latch.js';
+import { Members } from './members.js';
+import { endpointOf, logRetries, watchMember } from './endpoint.js';
+import { telemetryOf, type Telemetry } from './telemetry.js';
 import { tunables, type AuthOptions, type TlsOptions } from './options.js';
 
 export interface EtcdOptions {
@@ -56,8 +60,12 @@ export interface EtcdOptions {
   dialTimeoutMs: number;
   callTimeoutMs: number;
   maxAttempts: number;
+  /** Deadline of one attempt on one member (at most `callTimeoutMs`). */
+  attemptTimeoutMs: number;
   tls?: TlsOptions | undefined;
   auth?: AuthOptions | undefined;
+  /** Where logs, metrics and spans go. */
+  telemetry?: Telemetry | undefined;
 }
 
 /** A gRPC stream as the SDK uses it: etcd3's duplex stream. */
@@ -77,8 +85,16 @@ const wasNotSent = (err: Error) =>
   isBrokenCircuitError(err) ||
   (isRecoverableError(err) && err.message.includes('No connection established'));
 
+/** etcd refused a token it once issued: it expired unused, or the auth store changed since. */
+const STALE_TOKEN = /invalid auth token|revision of auth store is old/i;
+
+/** The part of etcd3's connection pool that caches the auth token. */
+interface Pool {
+  authenticator?: { invalidateMetadata?(): void };
+}
+
 const AUTH_FAILURE =
-  /authentication failed|user name is empty|user name not found|invalid auth token|auth: revision/i;
+  /authentication failed|user name is empty|user name not found|invalid auth token|auth: revision|authentication is not enabled/i;
 
 /** Where background clean-up reports what failed. */
 export type Report = (error: LeaseholdError) => void;
@@ -168,18 +184,18 @@ export class Etcd {
   readonly #streams = new Set<Stream<unknown, unknown>>();
   readonly #retry: IPolicy;
   readonly #retryUnsent: IPolicy;
+  readonly #members: Members;
 
   private constructor(readonly options: EtcdOptions) {
     const pem = (v: Buffer | string | undefined) => (v === undefined ? undefined : Buffer.from(v));
+    const members = (this.#members = new Members(options.clock));
     const etcdOptions: IOptions = {
       hosts: options.endpoints,
       dialTimeout: options.dialTimeoutMs,
       faultHandling: {
-        host: () =>
-          circuitBreaker(handleWhen(isRetryable), {
-            halfOpenAfter: tunables.breakerHalfOpenMs,
-            breaker: new ConsecutiveBreaker(3),
-          }),
+        // etcd3 only ever calls `execute` on a member's policy.
+        host: (endpoint: string) =>
+          watchMember(endpoint, members.add(endpoint), telemetryOf(this).log) as unknown as IPolicy,
         global: noop,
         watchBackoff: new ExponentialBackoff().next(), // unused: the SDK runs its own watch
       },
@@ -214,9 +230,17 @@ export class Etcd {
    */
   static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
     const etcd = new Etcd(options);
+    const probe = logRetries(telemetryOf(etcd).log, options.clock, 'connect', (ms: number) =>
+      etcd.client.kv.range(
+        { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
+        { deadline: Date.now() + ms },
+      ),
+    );
     const giveUpAt = options.clock.now() + options.dialTimeoutMs;
     // Between dials no socket is open: without this the process could exit mid-connect.
     const release = options.clock.hold();
+    const probeKeys = () => describeRanges([{ key: probeKey, range_end: prefixEnd(probeKey) }]);
+    let tls: ReturnType<typeof tlsFailureOf>; // the latest TLS failure of any attempt
     try {
       for (
         let delay: number = tunables.retryMinMs;
@@ -224,10 +248,7 @@ export class Etcd {
         delay = Math.min(delay * 2, tunables.retryMaxMs)
       ) {
         const timeoutMs = Math.max(1, giveUpAt - options.clock.now());
-        const started = etcd.client.kv.range(
-          { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
-          { deadline: Date.now() + timeoutMs },
-        );
+        const started = probe(timeoutMs);
         try {
           const res = signal ? await raceSignal(started, signal) : await started;
           etcd.#clusterId = res.header.cluster_id;
@@ -236,14 +257,12 @@ export class Etcd {
           return etcd;
         } catch (err) {
           signal?.throwIfAborted();
-          const error = etcd.#wrap('connect', err, timeoutMs);
+          const error = etcd.#wrap('connect', err, timeoutMs, undefined, probeKeys);
           if (error.code !== 'ETCD_UNAVAILABLE') throw error; // refused: retrying will not help
+          tls = tlsFailureOf(err) ?? tls;
           if (options.clock.now() + delay >= giveUpAt) {
-            throw new ConnectError(
-              `could not reach etcd at ${options.endpoints.join(', ')} within ${options.dialTimeoutMs} ms (dialTimeoutMs): ${error.message}`,
-              options.endpoints,
-              { cause: err },
-            );
+            // A TLS failure is reported as such even if the last attempt only timed out.
+            throw await connectFailure(options, error.message, err, tls);
           }
         }
         await sleep(options.clock, delay, signal);
@@ -285,18 +304,28 @@ export class Etcd {
   async call<T extends { header?: IResponseHeader }>(
     what: string,
     run: (options: { deadline: number }) => Promise<T>,
-    opts: { idempotent: boolean; timeoutMs?: number | undefined; once?: boolean },
+    opts: {
+      idempotent: boolean;
+      timeoutMs?: number | undefined;
+      once?: boolean;
+      /** The keys the call touches, for a permission denial's message (only built then). */
+      keys?: () => string;
+    },
   ): Promise<T> {
     this.assertUsable();
     const known = { revision: this.#revision, term: this.#term };
     const timeoutMs = opts.timeoutMs ?? this.options.callTimeoutMs;
-    const attempt = () => run({ deadline: Date.now() + timeoutMs });
+    const attemptMs = Math.min(timeoutMs, this.options.attemptTimeoutMs);
+    const attempt = logRetries(telemetryOf(this).log, this.options.clock, what, () =>
+      run({ deadline: Date.now() + attemptMs }),
+    );
     let res: T;
     try {
       if (opts.once) res = await attempt();
       else res = await (opts.idempotent ? this.#retry : this.#retryUnsent).execute(attempt);
     } catch (err) {
-      throw this.#wrap(what, err, timeoutMs);
+      const limit = attemptMs < timeoutMs ? 'per attempt' : undefined;
+      throw this.#wrap(what, err, attemptMs, limit, opts.keys);
     }
     this.observe(res.header, known);
     return res;
@@ -308,12 +337,14 @@ export class Etcd {
     request: ITxnRequest,
     opts: { idempotent: boolean; once?: boolean },
   ): Promise<ITxnResponse> {
-    return this.call(what, (o) => this.client.kv.txn(request, o), opts);
+    const keys = () => describeRanges(rangesOfTxn(request));
+    return this.call(what, (o) => this.client.kv.txn(request, o), { ...opts, keys });
   }
 
   /** A linearizable KV range through {@link call} (retried: reads are idempotent). */
   range(what: string, request: IRangeRequest): Promise<IRangeResponse> {
-    return this.call(what, (o) => this.client.kv.range(request, o), { idempotent: true });
+    const keys = () => describeRanges([request]);
+    return this.call(what, (o) => this.client.kv.range(request, o), { idempotent: true, keys });
   }
 
   /**
@@ -347,14 +378,14 @@ export class Etcd {
   }
 
   /**
-   * Opens a stream on one member within `callTimeoutMs` (opening may authenticate first, on a
+   * Opens a stream on one member within `attemptTimeoutMs` (opening may authenticate first, on a
    * member that may be frozen); `close()` cancels every stream still open.
    */
   async stream<Req, Res>(
     open: (client: Etcd3) => Promise<Stream<Req, Res>>,
   ): Promise<Stream<Req, Res>> {
     this.assertUsable();
-    const ms = this.options.callTimeoutMs;
+    const ms = this.attemptTimeoutMs;
     const opening = open(this.client);
     const bound = timeoutSignal(this.options.clock, ms, () =>
       this.#wrap('stream open', new GRPCDeadlineExceededError(), ms),
@@ -378,16 +409,59 @@ export class Etcd {
     const untrack = () => void this.#streams.delete(tracked);
     stream.on('error', untrack);
     stream.on('end', untrack);
+    if (this.options.auth) {
+      // etcd3 renews an expired token for unary calls only. A watch created on a stream opened
+      // with a stale token is cancelled with "invalid auth token", and every reopen would send
+      // the same token until some unary call happened to renew it: drop it, so the next open
+      // authenticates again.
+      const stale = (reason: unknown) => typeof reason === 'string' && STALE_TOKEN.test(reason);
+      stream.on('data', (res) => {
+        if (stale((res as { cancel_reason?: unknown }).cancel_reason)) this.#forgetToken();
+      });
+      stream.on('error', (err) => stale(err.message) && this.#forgetToken());
+    }
     return stream;
   }
 
-  #wrap(what: string, err: unknown, timeoutMs: number): LeaseholdError {
+  /**
+   * `stream` went unanswered past its deadline: its member rests at once (see `Members`), so
+   * neither the stream opened in its place nor the next call goes there. Call before cancelling.
+   */
+  stuck(stream: object): void {
+    this.#members.stuck(endpointOf(stream));
+  }
+
+  /** `stream` was answered: its member is alive and has a leader (see `Members`). */
+  answered(stream: object): void {
+    this.#members.answered(endpointOf(stream));
+  }
+
+  /** How long one attempt on one member may take: also how long a stream may stay unanswered. */
+  get attemptTimeoutMs(): number {
+    return Math.min(this.options.callTimeoutMs, this.options.attemptTimeoutMs);
+  }
+
+  /** Makes etcd3 authenticate again before its next call or stream. */
+  #forgetToken(): void {
+    const pool = (this.client as unknown as { pool?: Pool }).pool;
+    pool?.authenticator?.invalidateMetadata?.();
+  }
+
+  #wrap(
+    what: string,
+    err: unknown,
+    timeoutMs: number,
+    limit = 'callTimeoutMs',
+    keys?: () => string,
+  ): LeaseholdError {
     if (isLeaseholdError(err)) return err;
     if (this.#closed) return new ClientClosedError();
     const e = err instanceof Error ? err : new Error(String(err));
     const [at, cause] = [this.options.endpoints.join(', '), { cause: err }];
     if (AUTH_FAILURE.test(e.message)) {
-      const fix = 'check auth.username and auth.password (etcd has authentication enabled)';
+      const fix = /not enabled/i.test(e.message)
+        ? 'etcd has authentication disabled: leave out the auth option, or enable it on etcd (etcdctl auth enable)'
+        : 'check auth.username and auth.password (etcd has authentication enabled)';
       return new AuthError(
         `etcd at ${at} refused the credentials for ${what}: ${e.message}; ${fix}`,
         cause,
@@ -401,11 +475,12 @@ export class Etcd {
       );
     }
     if (e instanceof GRPCDeadlineExceededError) {
-      return unavailable(`no answer from ${at} within ${timeoutMs} ms (callTimeoutMs)`);
+      return unavailable(`no answer from ${at} within ${timeoutMs} ms (${limit})`);
     }
     if (isRecoverableError(e) && !/too large|larger than max/i.test(e.message)) {
       return unavailable(`could not reach etcd at ${at} (${e.message})`);
     }
+    if (PERMISSION_DENIED.test(e.message)) return permissionDenied(what, at, keys?.(), err);
     return new EtcdRequestError(`etcd ${what} was refused by ${at}: ${e.message}`, cause);
   }
 

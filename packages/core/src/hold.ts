@@ -8,6 +8,7 @@ import { LossLatch } from './latch.js';
 import { invalid } from './options.js';
 import type { Entry } from './queue.js';
 import type { Session } from './session.js';
+import { assertTimeLeft } from './stall.js';
 
 /** An etcd write made only while the hold is still first in its queue. */
 export type FencedOp =
@@ -99,6 +100,26 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
     this.signal.throwIfAborted();
   }
 
+  /**
+   * Milliseconds left before the session's local deadline, which bounds the hold; 0 once the
+   * hold is lost or ended. Reading it checks the deadline, like every other read.
+   */
+  timeLeftMs(): number {
+    return this.isHeld ? Math.max(0, this.session.remainingMs()) : 0;
+  }
+
+  /**
+   * Returns the milliseconds left if at least `ms` are; otherwise throws
+   * `InsufficientLeaseTimeError` (with the loss or end as its cause once the hold is gone), so a
+   * critical section can refuse to start work that cannot finish inside the lease. `ms` must be
+   * a non-negative, finite number (`InvalidArgumentError` otherwise).
+   */
+  assertTimeLeft(ms: number): number {
+    const leftMs = this.timeLeftMs();
+    const lost = this.isHeld ? undefined : (this.signal.reason as Error);
+    return assertTimeLeft(ms, { leftMs, lost, what: `${this.key} (token ${this.token})` });
+  }
+
   /** Calls `listener` once if the hold is lost (not when its owner ends it). */
   onLost(listener: (error: Lost) => void): Disposable {
     return this.#lost.on(listener);
@@ -117,8 +138,21 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    */
   async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
     const requests = toRequests(ops);
-    this.throwIfLost();
-    return this.#entry.txn('fenced write', requests);
+    const attributes = { ...this.#attributes(), 'leasehold.ops': requests.length };
+    return this.session.telemetry.span('leasehold.fenced_write', attributes, async (annotate) => {
+      this.throwIfLost();
+      const revision = await this.#entry.txn('fenced write', requests);
+      annotate({ 'leasehold.revision': revision.toString() });
+      return revision;
+    });
+  }
+
+  #attributes() {
+    return {
+      'leasehold.key': this.key,
+      'leasehold.token': this.token.toString(),
+      'leasehold.lease_id': this.session.leaseId.toString(16),
+    };
   }
 
   /** Shorthand for a fenced write of one key. */
@@ -142,11 +176,12 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * still has this hold's create revision. Idempotent; see the subclass's release or resign.
    */
   protected end(what: 'release' | 'resign', reason: () => Ended): Promise<void> {
-    this.#ending ??= (async () => {
-      this.#latch.trip(reason());
+    const telemetry = this.session.telemetry;
+    const span = what === 'release' ? 'leasehold.lock.release' : 'leasehold.election.resign';
+    return (this.#ending ??= telemetry.span(span, this.#attributes(), async () => {
+      if (this.#latch.trip(reason()) && what === 'resign') telemetry.leadership('resigned');
       await this.#entry.remove(what);
-    })();
-    return this.#ending;
+    }));
   }
 
   abstract [Symbol.asyncDispose](): Promise<void>;

@@ -14,4 +14,7 @@ export {
   type AuthOptions,
   type TlsOptions,
 } from './options.js';
+export { type Logger, type LogFn } from './logger.js';
+export { type TelemetryOptions } from './telemetry.js';
+export { type StallEvent } from './stall.js';
 export * from './errors.js';

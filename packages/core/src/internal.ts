@@ -4,6 +4,7 @@
  */
 import type { IResponseHeader, KVClient } from 'etcd3';
 import type { Leasehold } from './client.js';
+import { telemetryOf } from './telemetry.js';
 
 /**
  * Runs one etcd KV call through a client with every check its own calls get: the client must be
@@ -40,6 +41,31 @@ export async function grantLease(
     leaseId: BigInt(res.ID),
     ttlSeconds: Number(res.TTL),
     revision: BigInt(res.header.revision),
+  };
+}
+
+/**
+ * A counter on the client's meter (`connect({ telemetry })`'s provider, else the global one),
+ * for a package's own metrics. Counting never throws.
+ */
+export function counter(
+  client: Leasehold,
+  name: string,
+  options: { description: string; unit: string },
+): (attributes?: Record<string, string>) => void {
+  const meter = telemetryOf(client.etcd).meter;
+  let instrument: { add(value: number, attributes?: Record<string, string>): void } | undefined;
+  try {
+    instrument = meter.createCounter(name, options);
+  } catch {
+    instrument = undefined;
+  }
+  return (attributes) => {
+    try {
+      instrument?.add(1, attributes);
+    } catch {
+      // a broken provider loses a data point, never the run
+    }
   };
 }
 

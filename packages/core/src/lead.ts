@@ -13,8 +13,8 @@ import {
   type LeaseholdError,
 } from './errors.js';
 import { LossLatch } from './latch.js';
-import { checkOptions } from './mutex.js';
 import {
+  checkOptions,
   defaults,
   encodeName,
   invalid,
@@ -77,7 +77,14 @@ export async function lead(
   work: LeaderWork,
   options: LeadOptions,
 ): Promise<void> {
-  checkOptions(options);
+  checkOptions(options, [
+    'signal',
+    'session',
+    'recampaign',
+    'drainTimeoutMs',
+    'onElected',
+    'onLost',
+  ]);
   encodeName(election, 'election');
   validateValue('value', value);
   if (typeof work !== 'function') throw invalid('work', 'a function to run while leader', work);

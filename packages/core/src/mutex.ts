@@ -12,15 +12,19 @@ import {
 } from './errors.js';
 import { Hold, lossWhy } from './hold.js';
 import {
+  checkOptions,
   defaultHolderValue,
   encodeName,
-  invalid,
   validateDurationMs,
   validateSignal,
   validateValue,
 } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
 import { assertSession, type Session } from './session.js';
+import { telemetryOf } from './telemetry.js';
+
+/** Tells the acquisition's telemetry that its key is in the queue (see `Telemetry.acquisition`). */
+type Joined = (entry: Entry) => void;
 
 export interface AcquireOptions {
   /** Stop waiting when aborted; the promise rejects with `signal.reason`. */
@@ -60,12 +64,20 @@ const lostError: LostError = (reason, entry, cause) => {
 };
 
 /** Waits for the lock `name` (FIFO) and returns it held. */
-export async function acquire(
+export function acquire(maker: LockMaker, name: string, options: AcquireOptions): Promise<Lock> {
+  const span = 'leasehold.lock.acquire';
+  return telemetryOf(maker.locks.etcd).acquisition('lock', span, name, options, (joined) =>
+    acquireNow(maker, name, options, joined),
+  );
+}
+
+async function acquireNow(
   maker: LockMaker,
   name: string,
   options: AcquireOptions,
+  joined: Joined,
 ): Promise<Lock> {
-  const { timeoutMs } = checkOptions(options);
+  const { timeoutMs } = checkOptions(options, ['signal', 'timeoutMs', 'session', 'value']);
   const segment = encodeName(name);
   const value = holderValue(options);
   const ms = timeoutMs === undefined ? undefined : validateDurationMs('timeoutMs', timeoutMs);
@@ -75,17 +87,30 @@ export async function acquire(
       : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms));
   const [session, signal] = await sessionFor(maker, options, timeout?.signal);
   const entry = await maker.locks.join(segment, session, { value, signal, lostError });
+  joined(entry);
   await entry.waitFirst(signal);
   return Lock.held(entry, name);
 }
 
 /** Takes the lock `name` only if it is free now; otherwise rejects with `LockTakenError`. */
-export async function tryAcquire(
+export function tryAcquire(
   maker: LockMaker,
   name: string,
   options: TryAcquireOptions,
 ): Promise<Lock> {
-  checkOptions(options);
+  const span = 'leasehold.lock.try_acquire';
+  return telemetryOf(maker.locks.etcd).acquisition('lock', span, name, options, (joined) =>
+    tryAcquireNow(maker, name, options, joined),
+  );
+}
+
+async function tryAcquireNow(
+  maker: LockMaker,
+  name: string,
+  options: TryAcquireOptions,
+  joined: Joined,
+): Promise<Lock> {
+  checkOptions(options, ['signal', 'session', 'value']);
   const segment = encodeName(name);
   const value = holderValue(options);
   // Only an earlier hold of this session, still being removed, can be ahead of us locally:
@@ -113,7 +138,10 @@ export async function tryAcquire(
     turnSignal,
     withHolder: true,
   });
-  if (entry.isFirst) return Lock.held(entry, name);
+  if (entry.isFirst) {
+    joined(entry);
+    return Lock.held(entry, name);
+  }
   const holder = entry.holder!;
   await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
   const by = [
@@ -128,11 +156,6 @@ function holderValue(options: AcquireOptions): Buffer {
   return Buffer.from(validateValue('value', options.value ?? defaultHolderValue()));
 }
 
-export function checkOptions<T extends object>(options: T): T {
-  if (typeof options === 'object' && options !== null) return options;
-  throw invalid('options', 'an object', options);
-}
-
 /** The session to hold on, and one signal for the wait: the caller's, the bound, the session. */
 export async function sessionFor(
   maker: Pick<LockMaker, 'sharedSession'>,
@@ -142,8 +165,13 @@ export async function sessionFor(
   const userSignal = validateSignal(options.signal);
   userSignal?.throwIfAborted();
   const given = options.session === undefined ? undefined : assertSession(options.session);
-  const session = given ?? (await maker.sharedSession(anySignal(userSignal, bound)));
-  return [session, anySignal(userSignal, bound, session.signal)];
+  const grantSignal = userSignal && bound ? anySignal(userSignal, bound) : (userSignal ?? bound);
+  const session = given ?? (await maker.sharedSession(grantSignal));
+  // Without a caller's signal or a timeout the session's signal is the whole story: combining
+  // signals costs more than the rest of an uncontended acquire's local work.
+  const waitSignal =
+    userSignal || bound ? anySignal(userSignal, bound, session.signal) : session.signal;
+  return [session, waitSignal];
 }
 
 /**

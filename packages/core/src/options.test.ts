@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isInvalidArgumentError } from './errors.js';
 import { prefixEnd } from './etcd.js';
 import {
+  checkOptions,
   defaultSafetyMarginMs,
   encodeName,
   validateAuth,
@@ -22,6 +23,31 @@ function rejects(fn: () => unknown, pattern: RegExp): void {
   expect(isInvalidArgumentError(thrown), String(thrown)).toBe(true);
   expect((thrown as Error).message).toMatch(pattern);
 }
+
+describe('options objects', () => {
+  it('refuses a key that is not an option, naming it and what is allowed', () => {
+    const options = { timeOutMs: 5 } as { timeoutMs?: number; signal?: AbortSignal };
+    expect(() => checkOptions(options, ['timeoutMs', 'signal'])).toThrow(
+      /^options\.timeOutMs is not an option; allowed: timeoutMs, signal$/,
+    );
+  });
+
+  it('accepts known keys, also with undefined values', () => {
+    const options = { timeoutMs: undefined, signal: undefined };
+    expect(checkOptions(options, ['timeoutMs', 'signal'])).toBe(options);
+  });
+
+  it.each([null, 42, 'x', []])('refuses %j, which is not an options object', (options) => {
+    let err: unknown;
+    try {
+      checkOptions(options as object, [], 'session');
+    } catch (e) {
+      err = e;
+    }
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toMatch(/^session must be an object/);
+  });
+});
 
 describe('ttlSeconds', () => {
   it.each([0, -1, 1, 1.5, Number.NaN, Infinity, '10', 9_000_000_001, null])('rejects %s', (v) =>
@@ -111,10 +137,24 @@ describe('names', () => {
 describe('tls and auth', () => {
   it('needs a CA, and client cert and key together', () => {
     const https = ['https://a:1'];
-    expect(validateTls({ caCert: 'pem' }, https)).toEqual({ caCert: 'pem' });
+    const caCert = '-----BEGIN CERTIFICATE-----\n...';
+    expect(validateTls({ caCert }, https)).toEqual({ caCert });
     rejects(() => validateTls({}, https), /tls must be an object with caCert/);
-    rejects(() => validateTls({ caCert: 'pem', clientKey: 'k' }, https), /together/);
-    rejects(() => validateTls({ caCert: 'pem' }, ['http://a:1']), /https/);
+    rejects(
+      () => validateTls({ caCert, clientKey: 'k' }, https),
+      /together .* got only tls\.clientKey$/,
+    );
+    rejects(() => validateTls({ caCert, clientCert: 'c' }, https), /got only tls\.clientCert$/);
+    rejects(() => validateTls({ caCert }, ['http://a:1']), /https/);
+  });
+  it('rejects material that is not PEM, naming the field', () => {
+    const https = ['https://a:1'];
+    rejects(() => validateTls({ caCert: 'not a certificate' }, https), /^tls\.caCert must be PEM/);
+    const caCert = '-----BEGIN CERTIFICATE-----\n...';
+    rejects(
+      () => validateTls({ caCert, clientCert: 'c', clientKey: 'k' }, https),
+      /^tls\.clientCert and tls\.clientKey must be a PEM certificate and its own private key/,
+    );
   });
   it('needs a user name and a password string', () => {
     expect(validateAuth(undefined)).toBeUndefined();

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { createSecureContext } from 'node:tls';
 import { InvalidArgumentError } from './errors.js';
 
 /**
@@ -12,6 +13,16 @@ export const defaults = {
   dialTimeoutMs: 5_000,
   /** Deadline for each etcd call; every call has one, so nothing hangs on a frozen member. */
   callTimeoutMs: 5_000,
+  /**
+   * Deadline of one attempt of a call on one member, with several endpoints (with one endpoint
+   * there is nowhere else to go: an attempt gets the whole `callTimeoutMs`). A healthy etcd
+   * answers in milliseconds; a member silent for a second is frozen, cut off, or forwarding to a
+   * leader that is gone (etcd drops such a proposal silently), so the call moves to another
+   * member (reads, guarded txns) or fails with `EtcdUnavailableError` (writes that may have
+   * landed) instead of waiting out `callTimeoutMs`: a member fault costs about an election
+   * timeout + 1 s. Raise it when round trips to etcd approach a second (a distant region).
+   */
+  attemptTimeoutMs: 1_000,
   /** Attempts for idempotent calls (reads, guarded txns, revoke); other calls are never retried. */
   maxAttempts: 3,
   /** Where lock keys live. `etcdctl lock <prefix><name>` contends for the same lock. */
@@ -26,6 +37,12 @@ export const defaults = {
    * can delay the news that a lock is lost, or that a waiter is first.
    */
   recheckIntervalMs: 5_000,
+  /**
+   * An event-loop stall at least this long, while the client has live sessions, is reported
+   * (`client.onStall`, a log line, metrics): it ate that much of every live lease. Ordinary GC
+   * pauses stay below it.
+   */
+  stallThresholdMs: 500,
 } as const;
 
 /**
@@ -41,6 +58,11 @@ export const tunables = {
   retryMaxMs: 1_000,
   /** A member whose calls failed 3 times in a row is rested this long (etcd3's default: 5 s). */
   breakerHalfOpenMs: 250,
+  /**
+   * How often the stall monitor's timer is due while sessions are live: a stall is measured as
+   * that timer's lateness, so it is reported at most this much short of its real length.
+   */
+  stallCheckIntervalMs: 100,
   /** "Lease not found" answers, each on a fresh stream, before the session believes them. */
   goneConfirmations: 3,
   /**
@@ -101,6 +123,29 @@ export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return typeof value;
+}
+
+/**
+ * Checks an options argument: an object whose keys are all known. A misspelt option
+ * (`timeOutMs`) must not silently fall back to its default (for a timeout: none at all).
+ * `undefined` values count as left out.
+ */
+export function checkOptions<T extends object>(
+  options: T,
+  allowed: readonly (keyof T & string)[],
+  name = 'options',
+): T {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid(name, 'an object', options);
+  }
+  for (const key of Object.keys(options)) {
+    if (!(allowed as readonly string[]).includes(key)) {
+      throw new InvalidArgumentError(
+        `${name}.${key} is not an option; allowed: ${allowed.join(', ')}`,
+      );
+    }
+  }
+  return options;
 }
 
 /** The error for bad input: names the value and what is allowed. */
@@ -168,7 +213,10 @@ export function validateAttempts(value: unknown): number {
 }
 
 /** A lock holder's default value: who holds it, for people reading `etcdctl get`. */
-export const defaultHolderValue = (): string => `${hostname()}:${process.pid}`;
+let holderValueCache: string | undefined;
+/** `hostname:pid`, read once: it is on every acquire's path. */
+export const defaultHolderValue = (): string =>
+  (holderValueCache ??= `${hostname()}:${process.pid}`);
 
 /** A holder or candidate value: a well-formed string of at most `MAX_VALUE_BYTES` bytes. */
 export function validateValue(name: string, value: unknown): string {
@@ -271,16 +319,35 @@ export function validateTls(tls: unknown, endpoints: string[]): TlsOptions | und
   const t = (tls ?? {}) as Partial<TlsOptions>;
   const pem = (v: unknown) => typeof v === 'string' || Buffer.isBuffer(v);
   if (!pem(t.caCert)) throw invalid('tls', 'an object with caCert (a PEM string or Buffer)', tls);
+  checkOptions(t, ['caCert', 'clientCert', 'clientKey'], 'tls');
   const [cert, key] = [t.clientCert, t.clientKey];
   if ((cert !== undefined || key !== undefined) && !(pem(cert) && pem(key))) {
-    throw invalid(
-      'tls.clientCert and tls.clientKey',
-      'given together as PEM strings or Buffers (mutual TLS), or neither',
-      cert === undefined ? key : cert,
+    const only = key === undefined ? 'tls.clientCert' : cert === undefined ? 'tls.clientKey' : '';
+    throw new InvalidArgumentError(
+      'tls.clientCert and tls.clientKey must be given together as PEM strings or Buffers ' +
+        `(mutual TLS), or neither; got ${only ? `only ${only}` : `${describe(cert)} and ${describe(key)}`}`,
     );
   }
   if (endpoints.some((e) => e.startsWith('http:'))) {
     throw invalid('endpoints', 'https:// URLs when tls is set', endpoints.join(', '));
+  }
+  // Checked here so that bad PEM fails where the call is made, naming the field, instead of
+  // deep inside gRPC (a CA that is not PEM would only fail later, as an untrusted server).
+  if (!String(t.caCert).includes('-----BEGIN CERTIFICATE-----')) {
+    throw new InvalidArgumentError(
+      'tls.caCert must be PEM ("-----BEGIN CERTIFICATE-----" ...): the CA certificate that ' +
+        "signed etcd's --cert-file",
+    );
+  }
+  if (cert !== undefined) {
+    try {
+      createSecureContext({ cert, key: key! });
+    } catch (err) {
+      throw new InvalidArgumentError(
+        `tls.clientCert and tls.clientKey must be a PEM certificate and its own private key: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
   }
   return t as TlsOptions;
 }
@@ -291,6 +358,7 @@ export function validateAuth(auth: unknown): AuthOptions | undefined {
     a === undefined ||
     (typeof a?.username === 'string' && a.username !== '' && typeof a.password === 'string')
   ) {
+    if (a) checkOptions(a, ['username', 'password'], 'auth');
     return a && { username: a.username!, password: a.password! };
   }
   throw invalid('auth', 'an object { username: non-empty string, password: string }', auth);

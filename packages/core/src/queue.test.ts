@@ -1,4 +1,4 @@
-import type { ICompare } from 'etcd3';
+import type { ICompare, ITxnRequest, ITxnResponse } from 'etcd3';
 import { describe, expect, it } from 'vitest';
 import {
   deferred,
@@ -7,6 +7,7 @@ import {
   fakeWatch,
   flush,
   track,
+  type FakeCall,
   type FakeClock,
 } from './clock.fake.js';
 import {
@@ -523,17 +524,32 @@ describe('Queue join adopting a key', () => {
 });
 
 describe('Queue join refused for a lease that is gone', () => {
-  it('ends the session as gone at once and rejects with its LeaseLostError', async () => {
-    const { join, session, handlers } = await setup();
+  const refuse = (handlers: { txn: FakeCall<ITxnRequest, ITxnResponse> }) => {
     handlers.txn = (what, _request, apply) => {
       if (what === 'lock join') {
         throw new EtcdRequestError('etcdserver: requested lease not found (fake)');
       }
       return apply();
     };
+  };
+
+  it('ends the session as gone once the cluster confirms it, and rejects with its LeaseLostError', async () => {
+    const { join, session, handlers, state, count } = await setup();
+    refuse(handlers);
+    state.leaseGone = true;
     const err = await join().catch((e: unknown) => e);
+    expect(count('lease time-to-live')).toBe(1);
     expect(isLeaseLostError(err) && err.reason).toBe('gone');
     expect(session.isLost).toBe(true);
     expect(session.signal.reason).toBe(err);
+  });
+
+  it('does not believe the refusal when the cluster reports the lease alive (a foreign member)', async () => {
+    const { join, session, handlers } = await setup();
+    refuse(handlers);
+    const err = await join().catch((e: unknown) => e);
+    expect(isEtcdUnavailableError(err), String(err)).toBe(true);
+    expect((err as Error).message).toMatch(/not believed/);
+    expect(session.isLost).toBe(false);
   });
 });

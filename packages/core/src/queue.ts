@@ -115,8 +115,8 @@ export class Queue {
     );
     let res: ITxnResponse;
     try {
-      res = await raceSignal(sent, opts.signal).catch((err: unknown) => {
-        throw isLeaseNotFound(err) ? session.gone(err) : err;
+      res = await raceSignal(sent, opts.signal).catch(async (err: unknown) => {
+        throw isLeaseNotFound(err) ? await session.gone(err) : err;
       });
     } catch (err) {
       // Once the txn has answered, remove what it made, guarded by its create revision (never by
@@ -254,10 +254,12 @@ export class Entry {
     });
     const signal = this.session.signal;
     const onLost = () => this.#lose('session', signal.reason);
-    signal.addEventListener('abort', onLost, { once: true });
+    // The session's own listener set, not an abort listener per entry: EventTarget scans all its
+    // listeners on every add, which made each join O(holds) on a session with thousands.
+    const lost = this.session.onEnd(onLost);
     this.#stop = () => {
       sub[Symbol.dispose]();
-      signal.removeEventListener('abort', onLost);
+      lost[Symbol.dispose]();
     };
     if (this.#removing) this.#stop(); // a replayed event ended it while subscribing
     if (signal.aborted) onLost();
@@ -284,7 +286,10 @@ export class Entry {
    */
   async waitFirst(signal: AbortSignal): Promise<void> {
     try {
-      await raceSignal(this.#first, AbortSignal.any([signal, this.#end.signal]));
+      // Already first (an uncontended join): nothing to wait for, no signals to combine.
+      if (!this.isFirst || signal.aborted) {
+        await raceSignal(this.#first, AbortSignal.any([signal, this.#end.signal]));
+      }
       this.session.throwIfLost(); // a stalled loop may have passed the deadline meanwhile
     } catch (err) {
       void this.remove('withdraw').catch(() => undefined);

@@ -76,9 +76,10 @@ describe('Session keepalive', () => {
   });
 
   it('replaces a stream whose keepalive goes unanswered (a frozen member)', async () => {
-    const { clock, streams, stream } = await started(10);
+    const { clock, streams, stream, stuck } = await started(10);
     clock.advance(answerTimeoutMs(10));
     expect(stream.cancelled).toBe(true);
+    expect(stuck).toEqual([stream]); // its member rests before the new stream is opened
     await flush();
     expect(streams).toHaveLength(2);
     expect(streams[1]!.written).toHaveLength(1);

@@ -2,15 +2,22 @@ import type { ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
 import { callAt, raceSignal, type Clock } from './clock.js';
 import {
   ClusterChangedError,
+  EtcdUnavailableError,
   InvalidArgumentError,
+  isLeaseholdError,
   LeaseLostError,
   SessionClosedError,
+  type LeaseholdError,
 } from './errors.js';
 import { cleanUp, endStream, type Etcd, type Report, type Stream } from './etcd.js';
 import { LossLatch } from './latch.js';
+import { assertTimeLeft } from './stall.js';
+import { telemetryOf, type Telemetry } from './telemetry.js';
+import { endpointOf } from './endpoint.js';
 import {
   defaultSafetyMarginMs,
   defaults,
+  checkOptions,
   invalid,
   tunables,
   validateSafetyMarginMs,
@@ -54,7 +61,7 @@ export interface Slot {
 
 /** Validated session options, with defaults (`name` says where they came from in errors). */
 export function sessionSettings(options: SessionOptions, name = 'options') {
-  if (typeof options !== 'object' || options === null) throw invalid(name, 'an object', options);
+  checkOptions(options, ['ttlSeconds', 'safetyMarginMs', 'leaseId', 'signal'], name);
   const ttlSeconds = validateTtlSeconds(options.ttlSeconds ?? defaults.ttlSeconds);
   const margin = options.safetyMarginMs ?? defaultSafetyMarginMs(ttlSeconds);
   validateSafetyMarginMs(margin, ttlSeconds);
@@ -121,10 +128,13 @@ async function grant(etcd: Etcd, ttlSeconds: number, leaseId: bigint | undefined
 /**
  * A keepalive unanswered for this long means the stream is stuck (a frozen member keeps the TCP
  * connection open, so no error ever arrives): drop it and reopen, which lets the client pick
- * another member well before the lease deadline.
+ * another member well before the lease deadline. A client whose `attemptTimeoutMs` is raised (a
+ * slow link) waits that long, up to a sixth of the TTL.
  */
-export const answerTimeoutMs = (ttlSeconds: number): number =>
-  Math.min(1_000, Math.max(250, (ttlSeconds * 1000) / 6));
+export function answerTimeoutMs(ttlSeconds: number, attemptTimeoutMs = 1_000): number {
+  const sixth = (ttlSeconds * 1000) / 6;
+  return Math.max(Math.min(1_000, Math.max(250, sixth)), Math.min(attemptTimeoutMs, sixth));
+}
 
 /**
  * Revokes a lease until etcd confirms it is gone. A restarted etcd restores leases with a fresh
@@ -279,12 +289,55 @@ export class Session implements AsyncDisposable {
     return this.isLost ? 0 : this.#expiresAt - this.clock.now();
   }
 
+  /** Milliseconds left before the local deadline; 0 once lost. The same as `remainingMs()`. */
+  timeLeftMs(): number {
+    return this.remainingMs();
+  }
+
   /**
-   * @internal etcd refused a write with this lease because it no longer exists. Unlike a
-   * keepalive answer, a refused write was decided by the raft leader: believed at once.
+   * Returns the milliseconds left before the local deadline if at least `ms` are; otherwise
+   * throws `InsufficientLeaseTimeError` (with the loss as its cause once lost), so work that
+   * cannot finish inside the lease is not started.
    */
-  gone(cause: unknown): LeaseLostError {
-    const message = `etcd refused a write with lease ${this.leaseId.toString(16)}: it no longer exists (it expired or was revoked)`;
+  assertTimeLeft(ms: number): number {
+    const leftMs = this.remainingMs();
+    const lost = this.isLost ? (this.signal.reason as Error) : undefined;
+    const what = `session for lease ${this.leaseId.toString(16)}`;
+    return assertTimeLeft(ms, { leftMs, lost, what });
+  }
+
+  /** @internal Where this session's logs and metrics go. */
+  get telemetry(): Telemetry {
+    return telemetryOf(this.etcd);
+  }
+
+  /**
+   * @internal etcd refused a write with this lease because it no longer exists. A refusal is an
+   * error without a header, so it does not say which cluster sent it, and a member of another
+   * cluster (which never had the lease) refuses the same way: believed once the cluster confirms
+   * it (a lease time-to-live, answered by the leader, with the cluster id checked). Resolves to
+   * the error to throw: the session's loss; `ClusterChangedError`; or `EtcdUnavailableError` if
+   * the cluster could not be asked, or says the lease is alive (the refusal is not believed).
+   */
+  async gone(cause: unknown): Promise<LeaseholdError> {
+    const id = this.leaseId.toString(16);
+    let ttl: number;
+    try {
+      const res = await this.etcd.call(
+        'lease time-to-live',
+        (o) => this.etcd.client.leaseClient.leaseTimeToLive({ ID: this.leaseId.toString() }, o),
+        { idempotent: true },
+      );
+      ttl = Number(res.TTL);
+    } catch (err) {
+      if (isLeaseholdError(err)) return err;
+      return new EtcdUnavailableError(`etcd lease time-to-live of ${id} failed`, { cause: err });
+    }
+    if (ttl > 0) {
+      const message = `a write with lease ${id} was refused as "lease not found", but the cluster reports the lease alive (TTL ${ttl} s): the refusal is not believed (it came from a member of another cluster?)`;
+      return new EtcdUnavailableError(message, { cause });
+    }
+    const message = `etcd refused a write with lease ${id}: it no longer exists (it expired or was revoked)`;
     this.#lose(new LeaseLostError('gone', this.leaseId, message, { cause }));
     return this.signal.reason as LeaseLostError;
   }
@@ -292,6 +345,14 @@ export class Session implements AsyncDisposable {
   /** Calls `listener` once if the session is lost (not when it is closed). */
   onLost(listener: (error: LeaseLostError) => void): Disposable {
     return this.#lost.on(listener);
+  }
+
+  /**
+   * @internal Hears the session's end, closing included (`onLost` leaves closing out): when
+   * `signal` aborts, with its reason.
+   */
+  onEnd(listener: (error: LeaseLostError) => void): Disposable {
+    return this.#latch.on(listener);
   }
 
   /** Throws the loss reason if the session is lost or closed. */
@@ -391,14 +452,20 @@ export class Session implements AsyncDisposable {
     let stream: KeepAliveStream;
     try {
       stream = await this.etcd.stream((client) => client.leaseClient.leaseKeepAlive());
-    } catch {
+    } catch (err) {
+      const [endpoint, delayMs] = [endpointOf(err), this.#reopenDelayMs];
+      this.telemetry.keepaliveStream('open-failed', this.leaseId, { endpoint, err, delayMs });
       return this.#reopenLater(this.#reopenDelayMs);
     }
     if (this.#latch.reason || this.#stream) return stream.end(); // lost, or another won
     this.#stream = stream;
     this.#sentAt.length = 0;
-    const onBroken = () => {
+    const endpoint = endpointOf(stream);
+    this.telemetry.keepaliveStream('opened', this.leaseId, { endpoint });
+    const onBroken = (err?: Error) => {
       if (this.#stream !== stream) return;
+      const delayMs = this.#reopenDelayMs;
+      this.telemetry.keepaliveStream('broken', this.leaseId, { endpoint, err, delayMs });
       this.#stream = undefined;
       this.#reopenLater(this.#reopenDelayMs);
     };
@@ -431,17 +498,29 @@ export class Session implements AsyncDisposable {
   #armStuck(stream: KeepAliveStream): void {
     const oldest = this.#sentAt[0];
     if (oldest === undefined) return this.#stops.get('stuck')?.();
-    this.#arm('stuck', oldest + answerTimeoutMs(this.ttlSeconds), () => {
-      if (this.#stream !== stream) return;
-      this.#dropStream(true);
-      void this.#openStream();
-    });
+    this.#arm(
+      'stuck',
+      oldest + answerTimeoutMs(this.ttlSeconds, this.etcd.attemptTimeoutMs),
+      () => {
+        if (this.#stream !== stream) return;
+        const details = {
+          endpoint: endpointOf(stream),
+          answerTimeoutMs: answerTimeoutMs(this.ttlSeconds, this.etcd.attemptTimeoutMs),
+        };
+        this.telemetry.keepaliveStream('stuck', this.leaseId, details);
+        this.etcd.stuck(stream);
+        this.#dropStream(true);
+        void this.#openStream();
+      },
+    );
   }
 
   #onAnswer(stream: KeepAliveStream, res: ILeaseKeepAliveResponse): void {
     // etcd answers keepalives on one stream in order, so the oldest send time is this answer's.
     const sentAt = this.#sentAt.shift();
     if (sentAt === undefined) return;
+    this.etcd.answered(stream);
+    this.telemetry.keepalive(this.clock.now() - sentAt);
     this.#armStuck(stream);
     try {
       this.etcd.observe(res.header);
@@ -479,6 +558,7 @@ export class Session implements AsyncDisposable {
 
   #lose(reason: LeaseLostError): void {
     if (!this.#latch.trip(reason)) return;
+    this.telemetry.sessionEnded(reason);
     if (reason.reason !== 'closed') this.#lost.trip(reason);
     for (const stop of this.#stops.values()) stop();
     this.#dropStream(false);

@@ -244,7 +244,7 @@ describe('Watch stream', () => {
   });
 
   it('replaces a stream whose create is not confirmed within callTimeoutMs, and keeps a confirmed one', async () => {
-    const { watch, watches, clock } = setup(NO_RECHECK);
+    const { watch, watches, clock, stuck } = setup(NO_RECHECK);
     const a = recorder();
     watch.subscribe('L/a/', 5n, a.listener);
     await flush();
@@ -252,6 +252,7 @@ describe('Watch stream', () => {
     expect(watches[0]!.cancelled).toBe(false);
     clock.advance(1);
     expect(watches[0]!.cancelled).toBe(true); // stuck: cancelled, not ended
+    expect(stuck).toEqual([watches[0]]); // and its member rests before the next stream opens
     await run(clock, tunables.retryMinMs);
     expect(watches).toHaveLength(2);
     expect(watches[1]!.creates).toEqual([5n]);

@@ -53,8 +53,8 @@ export const rangeOf = (key: string): string => key.slice(0, key.lastIndexOf('/'
  *   anything missed (a hold whose key is gone, a waiter whose predecessor is gone), so an event
  *   lost for any reason costs at most `recheckIntervalMs`; it also catches a rewound history
  *   (`Etcd.observe`). A failed read is retried with backoff. The stream must answer a progress
- *   request within `callTimeoutMs`, and a watch create be confirmed as fast, or the stream is
- *   replaced (a frozen member keeps a dead stream open);
+ *   request within one attempt's deadline (1 s), and a watch create be confirmed as fast, or the
+ *   stream is replaced (a frozen member keeps a dead stream open);
  * - every event and every read also goes to `onEvent` / `onRead` listeners: the queue sweeps the
  *   keys of this client's sessions that nothing owns.
  */
@@ -123,8 +123,14 @@ export class Watch {
         this.#checkNow();
       });
     } else {
-      for (const e of this.#buffer) {
-        if (e.revision >= from && rangeOf(e.kv.key.toString()) === range) listener.event(e);
+      // The buffer is in revision order, so only its tail can be due: a fresh join (from the
+      // revision it just read) usually replays nothing, however full the buffer is.
+      const buffer = this.#buffer;
+      let i = buffer.length;
+      while (i > 0 && buffer[i - 1]!.revision >= from) i--;
+      for (; i < buffer.length; i++) {
+        const e = buffer[i]!;
+        if (rangeOf(e.kv.key.toString()) === range) listener.event(e);
       }
     }
     this.#scheduleCheck();
@@ -175,7 +181,7 @@ export class Watch {
     // A frozen member accepts the stream and never confirms it.
     this.#cancelCreateTimer = callAt(
       this.clock,
-      this.clock.now() + this.etcd.options.callTimeoutMs,
+      this.clock.now() + this.etcd.attemptTimeoutMs,
       () => this.#phase === 'starting' && this.#broken(stream, true),
     );
   }
@@ -226,6 +232,7 @@ export class Watch {
 
   #broken(stream: WatchStream, stuck: boolean): void {
     if (stream !== this.#stream || this.#phase === 'closed') return;
+    if (stuck) this.etcd.stuck(stream);
     this.#drop(stuck);
     void this.#retry();
   }
@@ -329,7 +336,7 @@ export class Watch {
     }
   }
 
-  /** Whether the stream answers a progress request within `callTimeoutMs`. */
+  /** Whether the stream answers a progress request within one attempt's deadline. */
   #answers(stream: WatchStream): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       const done = (answered: boolean) => {
@@ -338,7 +345,7 @@ export class Watch {
         resolve(answered);
       };
       const sub = this.#progress.add(() => done(true));
-      const cancel = callAt(this.clock, this.clock.now() + this.etcd.options.callTimeoutMs, () =>
+      const cancel = callAt(this.clock, this.clock.now() + this.etcd.attemptTimeoutMs, () =>
         done(false),
       );
       try {

@@ -7,6 +7,7 @@
  */
 import { hostname } from 'node:os';
 import type { Leasehold, Session } from '@leasehold/core';
+import { counter } from '@leasehold/core/internal';
 import type { HistoryEntry } from './claims.js';
 import { jobKeys } from './claims.js';
 import { Claimer, type Claim } from './claimer.js';
@@ -138,6 +139,10 @@ export function leaseholdRunCoordinator(
   const session = options.session;
   const claimer = new Claimer(client, runner ?? `${hostname()}:${process.pid}`, () => new Date());
   const errors = new Listeners<ErrorEvent>();
+  const runs = counter(client, 'leasehold.cron.runs', {
+    description: 'Runs of scheduled jobs on this replica, by job and outcome',
+    unit: '{run}',
+  });
   const report = (job: string, fireMs: number | undefined, error: Error) => {
     const event = { job, error, ...(fireMs === undefined ? {} : { fireTime: new Date(fireMs) }) };
     if (errors.size > 0) return errors.emit(event);
@@ -194,6 +199,7 @@ export function leaseholdRunCoordinator(
       claims.delete(key);
       const { name, fireMs } = parseCoordinatorKey(key);
       const lost = held.session?.signal.aborted === true;
+      runs({ job: name, outcome: lost ? 'lost' : 'completed' });
       await claimer.finish(
         held.claim,
         { outcome: lost ? 'lost' : 'completed', durationMs: performance.now() - held.startedAt },

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isLeaseLostError, type Leasehold, type Session } from '@leasehold/core';
-import { closedSignal, kvCall } from '@leasehold/core/internal';
+import { closedSignal, counter, kvCall } from '@leasehold/core/internal';
 import {
   jobKeys,
   recordError,
@@ -127,10 +127,15 @@ export class Scheduler implements AsyncDisposable {
   readonly #finished = new Listeners<FinishedEvent>();
   readonly #lost = new Listeners<LostEvent>();
   readonly #errors = new Listeners<ErrorEvent>();
+  readonly #runs: (attributes: { job: string; outcome: RunOutcome }) => void;
 
   /** @internal Use {@link createScheduler}. */
   constructor(client: Leasehold, settings: ReturnType<typeof schedulerSettings>) {
     this.#client = client;
+    this.#runs = counter(client, 'leasehold.cron.runs', {
+      description: 'Runs of scheduled jobs on this replica, by job and outcome',
+      unit: '{run}',
+    });
     this.#settings = settings;
     this.#claimer = new Claimer(client, settings.runner, settings.now);
     // A closed client can claim nothing more: stop, so the timers let the process exit.
@@ -484,6 +489,7 @@ export class Scheduler implements AsyncDisposable {
       (err) => this.#reportError(job, claim.fireMs, err),
     );
     this.#active.delete(active);
+    this.#runs({ job, outcome });
     this.#finished.emit({
       ...base,
       durationMs,

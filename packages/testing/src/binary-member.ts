@@ -13,6 +13,10 @@ const KILL_WAIT_MS = 5_000;
 export interface BinaryMemberConfig {
   name: string;
   clientUrl: string;
+  /** Plaintext URL for health checks and snapshots (see `controlUrlOf`). */
+  controlUrl: string;
+  /** Headers for the harness's own calls (root's token once authentication is on). */
+  controlHeaders: () => Promise<Record<string, string>>;
   binary: string;
   args: string[];
   startupTimeoutMs: number;
@@ -39,7 +43,7 @@ export class BinaryMember implements EtcdMember {
   /** Spawns etcd (if not running) and waits until `/health` is true. */
   async start(signal?: AbortSignal): Promise<void> {
     if (!this.child) this.spawn();
-    await waitHealthy(this.clientUrl, {
+    await waitHealthy(this.config.controlUrl, {
       deadlineMs: this.config.startupTimeoutMs,
       signal,
       failure: () =>
@@ -98,7 +102,14 @@ export class BinaryMember implements EtcdMember {
       );
     }
     const file = await this.config.snapshots.next(this.name);
-    await saveSnapshot(this.clientUrl, file, `etcd member ${this.name}`);
+    const headers = await this.config.controlHeaders();
+    await saveSnapshot(
+      this.config.controlUrl,
+      file,
+      `etcd member ${this.name}`,
+      undefined,
+      headers,
+    );
     return file;
   }
 

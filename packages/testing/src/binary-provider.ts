@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { BinaryMember, etcdFreeEnv } from './binary-member.js';
 import { makeCluster } from './cluster.js';
 import { EtcdHarnessError } from './errors.js';
-import { buildEtcdArgs, buildRestoreArgs, clientUrlOf, type MemberSpec } from './etcd-args.js';
+import { enableAuth, rootHeaders } from './auth-setup.js';
+import {
+  buildEtcdArgs,
+  buildRestoreArgs,
+  clientUrlOf,
+  controlUrlOf,
+  type MemberSpec,
+} from './etcd-args.js';
 import { findEtcdctl } from './find-binary.js';
 import { LogTail } from './log-tail.js';
 import { planMembers } from './plan-members.js';
@@ -25,15 +32,25 @@ export async function startBinaryCluster(
 ): Promise<EtcdCluster> {
   const root = await mkdtemp(join(tmpdir(), 'leasehold-etcd-'));
   trackTempDir(root);
-  const { token, specs } = await planMembers(options.members, (name) => join(root, name));
+  const { token, specs } = await planMembers(
+    options.members,
+    (name) => join(root, name),
+    options.tls !== undefined,
+  );
   const snapshots = new SnapshotFiles();
+  const { tls, auth } = options;
+  // Root's token, from the member itself: a snapshot must not depend on another member.
+  const controlHeaders = (spec: MemberSpec) => async () =>
+    auth ? rootHeaders(controlUrlOf(spec), auth.rootPassword) : {};
   const members = specs.map(
     (spec) =>
       new BinaryMember({
         name: spec.name,
         clientUrl: clientUrlOf(spec),
+        controlUrl: controlUrlOf(spec),
+        controlHeaders: controlHeaders(spec),
         binary,
-        args: buildEtcdArgs(spec, specs, token),
+        args: buildEtcdArgs(spec, specs, token, { tls, auth }),
         startupTimeoutMs: options.startupTimeoutMs,
         log: options.log,
         snapshots,
@@ -55,6 +72,7 @@ export async function startBinaryCluster(
   };
   try {
     await startAll(options.signal);
+    if (auth) await enableAuth(controlUrlOf(specs[0]!), auth.rootPassword);
   } catch (error) {
     await dispose();
     throw error;
@@ -63,7 +81,7 @@ export async function startBinaryCluster(
     `[leasehold/testing] etcd binary ${binary}: ${members.map((m) => m.clientUrl).join(',')}`,
   );
 
-  const restore = async (snapshotPath: string) => {
+  const restore = async (snapshotPath: string, clusterToken = token) => {
     const etcdctl = await findEtcdctl(binary);
     if (!etcdctl) {
       throw new EtcdHarnessError(
@@ -84,7 +102,7 @@ export async function startBinaryCluster(
           await rm(staged[i]!, { recursive: true, force: true });
           await runEtcdctl(
             etcdctl,
-            buildRestoreArgs(snapshotPath, spec, specs, token, staged[i]!),
+            buildRestoreArgs(snapshotPath, spec, specs, clusterToken, staged[i]!),
             spec,
             options.log,
           );

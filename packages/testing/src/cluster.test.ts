@@ -11,8 +11,10 @@ function parts() {
     dispose: async () => {
       events.push('dispose');
     },
-    restore: (path) => {
-      events.push(`restore ${path}`);
+    restore: (path, clusterToken) => {
+      events.push(
+        clusterToken === undefined ? `restore ${path}` : `restore ${path} as ${clusterToken}`,
+      );
       return new Promise<void>((resolve) => {
         finishRestore = () => {
           events.push('restored');
@@ -48,5 +50,23 @@ describe('makeCluster', () => {
     await Promise.all([restoring, closing]);
     expect(events).toEqual(['restore /s.db', 'restored', 'dispose']);
     await expect(cluster.restore('/s.db')).rejects.toThrow(/the cluster is closed/);
+  });
+
+  it('passes a new cluster token to the provider, and refuses a bad one before anything runs', async () => {
+    const { cluster, events, finishRestore } = parts();
+    for (const bad of ['', 'has space', 'a,b', 'x'.repeat(65), 42]) {
+      await expect(cluster.restore('/s.db', { clusterToken: bad as string })).rejects.toMatchObject(
+        {
+          code: 'ETCD_INVALID_OPTION',
+          message: expect.stringMatching(/clusterToken must be 1 to 64 letters/) as unknown,
+        },
+      );
+    }
+    await expect(cluster.restore('/s.db', null as never)).rejects.toThrow(/must be an object/);
+    expect(events).toEqual([]);
+    const restoring = cluster.restore('/s.db', { clusterToken: 'rebuilt-1' });
+    finishRestore();
+    await restoring;
+    expect(events).toEqual(['restore /s.db as rebuilt-1', 'restored']);
   });
 });

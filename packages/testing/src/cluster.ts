@@ -1,5 +1,5 @@
 import { EtcdHarnessError } from './errors.js';
-import type { EtcdCluster, EtcdMember, EtcdProviderName } from './types.js';
+import type { EtcdCluster, EtcdMember, EtcdProviderName, RestoreOptions } from './types.js';
 
 export interface ClusterParts {
   provider: EtcdProviderName;
@@ -7,8 +7,12 @@ export interface ClusterParts {
   members: EtcdMember[];
   /** Removes everything the provider started. Called once. */
   dispose: () => Promise<void>;
-  /** The provider's restore; `makeCluster` serialises it with itself and with `close`. */
-  restore: (snapshotPath: string) => Promise<void>;
+  /**
+   * The provider's restore (`clusterToken`: the `--initial-cluster-token` to restore under, when
+   * not the cluster's own); `makeCluster` checks the options and serialises it with itself and
+   * with `close`.
+   */
+  restore: (snapshotPath: string, clusterToken?: string) => Promise<void>;
 }
 
 /**
@@ -25,7 +29,8 @@ export function makeCluster(parts: ClusterParts): EtcdCluster {
       await restoring?.catch(() => {});
       await parts.dispose();
     })());
-  const restore = async (snapshotPath: string): Promise<void> => {
+  const restore = async (snapshotPath: string, options: RestoreOptions = {}): Promise<void> => {
+    const clusterToken = restoreToken(options);
     if (closing) {
       throw new EtcdHarnessError('ETCD_INVALID_OPTION', 'cannot restore: the cluster is closed');
     }
@@ -35,7 +40,7 @@ export function makeCluster(parts: ClusterParts): EtcdCluster {
         'cannot restore: another restore of this cluster is still running',
       );
     }
-    const run = parts.restore(snapshotPath);
+    const run = parts.restore(snapshotPath, clusterToken);
     restoring = run;
     try {
       await run;
@@ -51,4 +56,25 @@ export function makeCluster(parts: ClusterParts): EtcdCluster {
     close,
     [Symbol.asyncDispose]: close,
   });
+}
+
+/** `options.clusterToken`, checked: etcd puts it into member IDs, so no separators or blanks. */
+function restoreToken(options: RestoreOptions): string | undefined {
+  if (typeof options !== 'object' || options === null) {
+    throw new EtcdHarnessError(
+      'ETCD_INVALID_OPTION',
+      `restore options must be an object such as { clusterToken: 'rebuilt-1' }, got ${String(options)}`,
+    );
+  }
+  const { clusterToken } = options;
+  if (
+    clusterToken !== undefined &&
+    (typeof clusterToken !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(clusterToken))
+  ) {
+    throw new EtcdHarnessError(
+      'ETCD_INVALID_OPTION',
+      `restore option clusterToken must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(clusterToken) ?? String(clusterToken)}`,
+    );
+  }
+  return clusterToken;
 }

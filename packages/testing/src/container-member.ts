@@ -47,6 +47,11 @@ export class ContainerMember implements EtcdMember {
     private container: DockerContainer,
     private readonly startupTimeoutMs: number,
     private readonly snapshots: SnapshotFiles,
+    /** Plaintext URL and headers for the harness's own calls (see `controlUrlOf`). */
+    private readonly control: {
+      url: string;
+      headers: () => Promise<Record<string, string>>;
+    } = { url: clientUrl, headers: async () => ({}) },
   ) {}
 
   get id(): string {
@@ -67,7 +72,8 @@ export class ContainerMember implements EtcdMember {
       );
     }
     const file = await this.snapshots.next(this.name);
-    await saveSnapshot(this.clientUrl, file, `etcd member ${this.name}`);
+    const headers = await this.control.headers();
+    await saveSnapshot(this.control.url, file, `etcd member ${this.name}`, undefined, headers);
     return file;
   }
 
@@ -79,7 +85,7 @@ export class ContainerMember implements EtcdMember {
 
   async start(): Promise<void> {
     await this.engine('start', () => this.container.start(), [304]);
-    await waitHealthy(this.clientUrl, { deadlineMs: this.startupTimeoutMs });
+    await waitHealthy(this.control.url, { deadlineMs: this.startupTimeoutMs });
   }
 
   async pause(): Promise<void> {

@@ -9,7 +9,15 @@ import {
 } from './container-member.js';
 import type { EngineLocation } from './engine.js';
 import { EtcdHarnessError } from './errors.js';
-import { buildEtcdArgs, buildRestoreArgs, clientUrlOf, type MemberSpec } from './etcd-args.js';
+import { enableAuth, rootHeaders } from './auth-setup.js';
+import {
+  buildEtcdArgs,
+  buildRestoreArgs,
+  clientUrlOf,
+  controlUrlOf,
+  type EtcdSecurity,
+  type MemberSpec,
+} from './etcd-args.js';
 import { waitHealthy } from './health.js';
 import { LogTail } from './log-tail.js';
 import type { ResolvedEtcdOptions } from './options.js';
@@ -35,6 +43,8 @@ const ETCDCTL_IN_IMAGE = '/usr/local/bin/etcdctl';
 /** Each member's volume is mounted here; its data dir is `<DATA_MOUNT>/<name>`. */
 const DATA_MOUNT = '/var/lib/etcd';
 const SNAPSHOT_IN_HELPER = 'leasehold-restore.db';
+/** Where a member's copies of the TLS files live in its container. */
+const TLS_IN_CONTAINER = '/etc/leasehold-tls';
 const READY_LINE = /ready to serve client requests/;
 /** Deadline for one restore helper container to run `etcdctl snapshot restore`. */
 const RESTORE_TIMEOUT_MS = 30_000;
@@ -69,7 +79,17 @@ export async function startContainerCluster(
     );
   }
 
-  const { token, specs } = await planMembers(options.members, (name) => `${DATA_MOUNT}/${name}`);
+  const { token, specs } = await planMembers(
+    options.members,
+    (name) => `${DATA_MOUNT}/${name}`,
+    options.tls !== undefined,
+  );
+  const { auth } = options;
+  const control = (spec: MemberSpec) => ({
+    url: controlUrlOf(spec),
+    // Root's token, from the member itself: a snapshot must not depend on another member.
+    headers: async () => (auth ? rootHeaders(controlUrlOf(spec), auth.rootPassword) : {}),
+  });
   const docker = client.container.dockerode;
   const labels = labelsFor(token);
   const ownedLabels = { ...labels, [TESTCONTAINERS_LABEL]: 'true' };
@@ -149,6 +169,7 @@ export async function startContainerCluster(
   try {
     await createVolumes(generation);
     containers = await launch(generation, options.signal);
+    if (auth) await enableAuth(controlUrlOf(specs[0]!), auth.rootPassword);
   } catch (error) {
     await removeAll().catch(() => {});
     throw error;
@@ -162,10 +183,11 @@ export async function startContainerCluster(
         containers[i]!,
         options.startupTimeoutMs,
         snapshots,
+        control(spec),
       ),
   );
 
-  const restore = async (snapshotPath: string) => {
+  const restore = async (snapshotPath: string, clusterToken = token) => {
     await checkSnapshotFile(snapshotPath);
     const archive = tarOneFile(SNAPSHOT_IN_HELPER, await readFile(snapshotPath));
     const next = generation + 1;
@@ -182,7 +204,7 @@ export async function startContainerCluster(
             docker,
             options,
             archive,
-            buildRestoreArgs(`/${SNAPSHOT_IN_HELPER}`, spec, specs, token, spec.dataDir),
+            buildRestoreArgs(`/${SNAPSHOT_IN_HELPER}`, spec, specs, clusterToken, spec.dataDir),
             volumesOf(next)[i]!,
             ownedLabels,
           ),
@@ -200,7 +222,9 @@ export async function startContainerCluster(
     replaced.forEach((container, i) => members[i]!.replaceContainer(container));
     await removeVolumes(previous);
     await Promise.all(
-      members.map((m) => waitHealthy(m.clientUrl, { deadlineMs: options.startupTimeoutMs })),
+      specs.map((spec) =>
+        waitHealthy(controlUrlOf(spec), { deadlineMs: options.startupTimeoutMs }),
+      ),
     );
   };
 
@@ -227,14 +251,35 @@ function memberContainer(
   volume: string,
   tail: LogTail,
 ) {
+  const { tls, auth } = options;
+  const inContainer = (name: string) => `${TLS_IN_CONTAINER}/${name}`;
+  const security: EtcdSecurity = {
+    auth,
+    tls: tls && {
+      certFile: inContainer('server.crt'),
+      keyFile: inContainer('server.key'),
+      clientCaFile: tls.clientCaFile && inContainer('client-ca.crt'),
+    },
+  };
+  // Copied in before the container starts (an archive upload): no bind mount of a host path.
+  const files = tls
+    ? [
+        { source: tls.certFile, target: inContainer('server.crt') },
+        { source: tls.keyFile, target: inContainer('server.key') },
+        ...(tls.clientCaFile
+          ? [{ source: tls.clientCaFile, target: inContainer('client-ca.crt') }]
+          : []),
+      ]
+    : [];
   return (
     new tc.GenericContainer(options.image)
+      .withCopyFilesToContainer(files)
       .withName(`${token}-${spec.name}`)
       .withLabels(labels)
       .withNetworkMode('host')
       // A bind source that is a name, not a path, mounts the named volume.
       .withBindMounts([{ source: volume, target: DATA_MOUNT }])
-      .withCommand([ETCD_IN_IMAGE, ...buildEtcdArgs(spec, specs, token)])
+      .withCommand([ETCD_IN_IMAGE, ...buildEtcdArgs(spec, specs, token, security)])
       .withPullPolicy({ shouldPull: () => false })
       // Log-based wait: exec-based strategies need a shell in the image and leave conmons behind.
       .withWaitStrategy(tc.Wait.forLogMessage(READY_LINE))

@@ -3,6 +3,7 @@ import {
   buildEtcdArgs,
   buildRestoreArgs,
   clientUrlOf,
+  controlUrlOf,
   memberName,
   type MemberSpec,
 } from './etcd-args.js';
@@ -45,6 +46,45 @@ describe('buildEtcdArgs', () => {
 
   it('has an even number of args (flag, value pairs only)', () => {
     expect(buildEtcdArgs(specs[0]!, [specs[0]!], 't').length % 2).toBe(0);
+  });
+});
+
+describe('buildEtcdArgs with TLS and auth', () => {
+  const spec: MemberSpec = { name: 'etcd1', clientPort: 40000, peerPort: 41000, dataDir: '/d' };
+  const tlsSpec: MemberSpec = { ...spec, controlPort: 42000 };
+
+  it('serves clients over https and the harness over a plaintext control port', () => {
+    expect(clientUrlOf(tlsSpec)).toBe('https://127.0.0.1:40000');
+    expect(controlUrlOf(tlsSpec)).toBe('http://127.0.0.1:42000');
+    expect(controlUrlOf(spec)).toBe('http://127.0.0.1:40000');
+    const args = buildEtcdArgs(tlsSpec, [tlsSpec], 't', {
+      tls: { certFile: '/c/server.crt', keyFile: '/c/server.key' },
+    });
+    const f = flags(args);
+    expect(f.get('--listen-client-urls')).toBe('https://127.0.0.1:40000,http://127.0.0.1:42000');
+    expect(f.get('--advertise-client-urls')).toBe('https://127.0.0.1:40000');
+    expect(f.get('--cert-file')).toBe('/c/server.crt');
+    expect(f.get('--key-file')).toBe('/c/server.key');
+    expect(args).not.toContain('--client-cert-auth=true');
+    // Peers stay plaintext: only client traffic is under test.
+    expect(f.get('--listen-peer-urls')).toBe('http://127.0.0.1:41000');
+  });
+
+  it('requires client certificates from the given CA for mutual TLS', () => {
+    const args = buildEtcdArgs(tlsSpec, [tlsSpec], 't', {
+      tls: { certFile: 'c', keyFile: 'k', clientCaFile: '/c/ca.crt' },
+    });
+    // Go's flag syntax: a boolean flag's value joined with `=`, never a separate argument.
+    expect(args).toContain('--client-cert-auth=true');
+    const rest = args.filter((a) => a !== '--client-cert-auth=true');
+    expect(flags(rest).get('--trusted-ca-file')).toBe('/c/ca.crt');
+  });
+
+  it('sets the simple token TTL only when asked', () => {
+    expect(buildEtcdArgs(spec, [spec], 't', { auth: {} })).not.toContain('--auth-token-ttl');
+    const f = flags(buildEtcdArgs(spec, [spec], 't', { auth: { tokenTtlSeconds: 2 } }));
+    expect(f.get('--auth-token')).toBe('simple');
+    expect(f.get('--auth-token-ttl')).toBe('2');
   });
 });
 

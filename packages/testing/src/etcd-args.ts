@@ -4,13 +4,31 @@ export interface MemberSpec {
   clientPort: number;
   peerPort: number;
   dataDir: string;
+  /**
+   * Set on a member with TLS: its client URL is https, and it also listens on this plaintext
+   * loopback port, which only the harness uses (health checks, snapshots, auth set-up) so that
+   * it needs no certificate of its own.
+   */
+  controlPort?: number;
+}
+
+/** etcd's security flags, with file paths as etcd sees them (inside a container, if any). */
+export interface EtcdSecurity {
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string | undefined } | undefined;
+  auth?: { tokenTtlSeconds?: number | undefined } | undefined;
 }
 
 export const HEARTBEAT_INTERVAL_MS = 100;
 export const ELECTION_TIMEOUT_MS = 1000;
 
-export function clientUrlOf(member: Pick<MemberSpec, 'clientPort'>): string {
-  return `http://127.0.0.1:${member.clientPort}`;
+export function clientUrlOf(member: Pick<MemberSpec, 'clientPort' | 'controlPort'>): string {
+  const scheme = member.controlPort === undefined ? 'http' : 'https';
+  return `${scheme}://127.0.0.1:${member.clientPort}`;
+}
+
+/** The plaintext URL the harness itself uses: the control port if any, else the client URL. */
+export function controlUrlOf(member: Pick<MemberSpec, 'clientPort' | 'controlPort'>): string {
+  return `http://127.0.0.1:${member.controlPort ?? member.clientPort}`;
 }
 
 export function peerUrlOf(member: Pick<MemberSpec, 'peerPort'>): string {
@@ -28,14 +46,19 @@ export function buildEtcdArgs(
   member: MemberSpec,
   all: MemberSpec[],
   clusterToken: string,
+  security: EtcdSecurity = {},
 ): string[] {
+  const listen =
+    member.controlPort === undefined
+      ? clientUrlOf(member)
+      : `${clientUrlOf(member)},${controlUrlOf(member)}`;
   return [
     '--name',
     member.name,
     '--data-dir',
     member.dataDir,
     '--listen-client-urls',
-    clientUrlOf(member),
+    listen,
     '--advertise-client-urls',
     clientUrlOf(member),
     '--listen-peer-urls',
@@ -52,7 +75,21 @@ export function buildEtcdArgs(
     String(HEARTBEAT_INTERVAL_MS),
     '--election-timeout',
     String(ELECTION_TIMEOUT_MS),
+    ...securityArgs(security),
   ];
+}
+
+function securityArgs({ tls, auth }: EtcdSecurity): string[] {
+  const args: string[] = [];
+  if (tls) args.push('--cert-file', tls.certFile, '--key-file', tls.keyFile);
+  // A boolean flag takes no separate value in Go's flag syntax.
+  if (tls?.clientCaFile)
+    args.push('--client-cert-auth=true', '--trusted-ca-file', tls.clientCaFile);
+  // Simple tokens (etcd's default) expire after this long unused; tests shorten it.
+  if (auth?.tokenTtlSeconds !== undefined) {
+    args.push('--auth-token', 'simple', '--auth-token-ttl', String(auth.tokenTtlSeconds));
+  }
+  return args;
 }
 
 /**

@@ -3,6 +3,7 @@ export type {
   EtcdMember,
   EtcdProviderChoice,
   EtcdProviderName,
+  RestoreOptions,
   StartEtcdOptions,
 } from './types.js';
 export { startEtcd } from './start-etcd.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ETCD_IMAGE, parseEndpoints, resolveOptions } from './options.js';
+import type { StartEtcdOptions } from './types.js';
 
 describe('resolveOptions', () => {
   it('applies built-in defaults with an empty env', () => {
@@ -60,5 +61,50 @@ describe('parseEndpoints', () => {
       'http://h:1',
       'https://s:2',
     ]);
+  });
+});
+
+describe('resolveOptions: tls and auth', () => {
+  const tls = { certFile: '/c/server.crt', keyFile: '/c/server.key' };
+
+  it('passes them through, and has none by default', () => {
+    expect(resolveOptions({}, {})).toMatchObject({ tls: undefined, auth: undefined });
+    const r = resolveOptions({ provider: 'binary', tls, auth: { rootPassword: 'p' } }, {});
+    expect(r.tls).toEqual(tls);
+    expect(r.auth).toEqual({ rootPassword: 'p' });
+  });
+
+  it("needs a cluster of the test's own: 'auto' becomes 'local', 'external' is refused", () => {
+    const env = { ETCD_ENDPOINTS: 'http://127.0.0.1:2379' };
+    expect(resolveOptions({ tls }, env).provider).toBe('local');
+    expect(resolveOptions({ auth: { rootPassword: 'p' } }, env).provider).toBe('local');
+    expect(() => resolveOptions({ provider: 'external', tls }, env)).toThrow(
+      /tls needs an etcd the harness starts itself.*provider 'local'/,
+    );
+    expect(() =>
+      resolveOptions({ auth: { rootPassword: 'p' } }, { LEASEHOLD_ETCD_PROVIDER: 'external' }),
+    ).toThrow(/auth .*\(from LEASEHOLD_ETCD_PROVIDER\)/);
+  });
+
+  it('rejects malformed values with ETCD_INVALID_OPTION', () => {
+    const bad: StartEtcdOptions[] = [
+      { tls: { certFile: '', keyFile: 'k' } },
+      { tls: { certFile: 'c' } as never },
+      { tls: { certFile: 'c', keyFile: 'k', clientCaFile: '' } },
+      { auth: { rootPassword: '' } },
+      { auth: { rootPassword: 'p', tokenTtlSeconds: 0 } },
+      { auth: { rootPassword: 'p', tokenTtlSeconds: 1.5 } },
+    ];
+    for (const options of bad) {
+      expect(() => resolveOptions(options, {}), JSON.stringify(options)).toThrow(
+        expect.objectContaining({ code: 'ETCD_INVALID_OPTION' }),
+      );
+    }
+  });
+
+  it('never repeats the root password in an error', () => {
+    const options = { auth: { rootPassword: 'sekrit', tokenTtlSeconds: -1 } };
+    expect(() => resolveOptions(options, {})).toThrow(/auth must be/);
+    expect(() => resolveOptions(options, {})).not.toThrow(/sekrit/);
   });
 });

@@ -1,5 +1,10 @@
 import { EtcdHarnessError } from './errors.js';
-import type { EtcdProviderChoice, StartEtcdOptions } from './types.js';
+import type {
+  EtcdAuthOptions,
+  EtcdProviderChoice,
+  EtcdTlsOptions,
+  StartEtcdOptions,
+} from './types.js';
 
 /** The upstream image; CI tags a locally built image with this name so nothing is pulled. */
 export const DEFAULT_ETCD_IMAGE = 'quay.io/coreos/etcd:v3.4.23';
@@ -16,6 +21,8 @@ export interface ResolvedEtcdOptions {
   startupTimeoutMs: number;
   signal: AbortSignal | undefined;
   log: (line: string) => void;
+  tls: EtcdTlsOptions | undefined;
+  auth: EtcdAuthOptions | undefined;
 }
 
 /** Applies defaults (options first, then env, then built-ins) and rejects invalid values. */
@@ -30,13 +37,28 @@ export function resolveOptions(
       `members must be 1 or 3, got ${String(members)}`,
     );
   }
-  const provider = options.provider ?? nonEmpty(env.LEASEHOLD_ETCD_PROVIDER) ?? 'auto';
+  let provider = options.provider ?? nonEmpty(env.LEASEHOLD_ETCD_PROVIDER) ?? 'auto';
   if (!PROVIDERS.includes(provider)) {
     throw new EtcdHarnessError(
       'ETCD_INVALID_OPTION',
       `provider must be one of ${PROVIDERS.join(', ')}, got "${provider}"` +
         (options.provider === undefined ? ' (from LEASEHOLD_ETCD_PROVIDER)' : ''),
     );
+  }
+  const tls = resolveTls(options.tls);
+  const auth = resolveAuth(options.auth);
+  if (tls || auth) {
+    const what = tls ? 'tls' : 'auth';
+    if (provider === 'external') {
+      throw new EtcdHarnessError(
+        'ETCD_INVALID_OPTION',
+        `${what} needs an etcd the harness starts itself, but provider is 'external'` +
+          (options.provider === undefined ? ' (from LEASEHOLD_ETCD_PROVIDER)' : '') +
+          "; use provider 'local' (or 'binary' / 'container')",
+      );
+    }
+    // ETCD_ENDPOINTS names someone else's etcd, configured without these settings.
+    if (provider === 'auto') provider = 'local';
   }
   const startupTimeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
   if (!Number.isFinite(startupTimeoutMs) || startupTimeoutMs <= 0) {
@@ -53,7 +75,48 @@ export function resolveOptions(
     startupTimeoutMs,
     signal: options.signal,
     log: options.log ?? (() => {}),
+    tls,
+    auth,
   };
+}
+
+function resolveTls(tls: EtcdTlsOptions | undefined): EtcdTlsOptions | undefined {
+  if (tls === undefined) return undefined;
+  const path = (v: unknown) => typeof v === 'string' && v.trim() !== '';
+  if (
+    typeof tls !== 'object' ||
+    tls === null ||
+    !path(tls.certFile) ||
+    !path(tls.keyFile) ||
+    !(tls.clientCaFile === undefined || path(tls.clientCaFile))
+  ) {
+    throw new EtcdHarnessError(
+      'ETCD_INVALID_OPTION',
+      `tls must be { certFile, keyFile, clientCaFile? } with non-empty file paths, got ${JSON.stringify(tls)}`,
+    );
+  }
+  return { ...tls };
+}
+
+function resolveAuth(auth: EtcdAuthOptions | undefined): EtcdAuthOptions | undefined {
+  if (auth === undefined) return undefined;
+  const ttl = auth?.tokenTtlSeconds;
+  if (
+    typeof auth !== 'object' ||
+    auth === null ||
+    typeof auth.rootPassword !== 'string' ||
+    auth.rootPassword === '' ||
+    !(ttl === undefined || (Number.isInteger(ttl) && ttl >= 1))
+  ) {
+    throw new EtcdHarnessError(
+      'ETCD_INVALID_OPTION',
+      'auth must be { rootPassword: non-empty string, tokenTtlSeconds?: whole number >= 1 }, got ' +
+        JSON.stringify(
+          auth === null || typeof auth !== 'object' ? auth : { ...auth, rootPassword: '…' },
+        ),
+    );
+  }
+  return { ...auth };
 }
 
 /** `ETCD_ENDPOINTS` as a list; empty when unset. Accepts `host:port` and adds `http://`. */

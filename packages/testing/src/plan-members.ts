@@ -6,6 +6,8 @@ import { freePort } from './free-port.js';
 export async function planMembers(
   count: number,
   dataDirOf: (name: string) => string,
+  /** Give each member a plaintext control port (members serving clients over TLS). */
+  control = false,
 ): Promise<{ token: string; specs: MemberSpec[] }> {
   const token = `leasehold-${randomBytes(4).toString('hex')}`;
   const specs: MemberSpec[] = [];
@@ -16,6 +18,7 @@ export async function planMembers(
       clientPort: await freePort(),
       peerPort: await freePort(),
       dataDir: dataDirOf(name),
+      ...(control ? { controlPort: await freePort() } : {}),
     });
   }
   return { token, specs };

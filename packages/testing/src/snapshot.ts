@@ -23,6 +23,8 @@ export async function saveSnapshot(
   file: string,
   what: string,
   timeoutMs = SNAPSHOT_TIMEOUT_MS,
+  /** Extra request headers: root's token when authentication is on. */
+  headers: Record<string, string> = {},
 ): Promise<void> {
   const part = `${file}.part`;
   const signal = AbortSignal.timeout(timeoutMs);
@@ -39,7 +41,7 @@ export async function saveSnapshot(
       response = await fetch(`${clientUrl}/v3/maintenance/snapshot`, {
         method: 'POST',
         body: '{}',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
         signal,
       });
     } catch (error) {

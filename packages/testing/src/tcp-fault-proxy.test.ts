@@ -126,6 +126,30 @@ describe('TcpFaultProxy', () => {
     }
   });
 
+  it('retarget resets open connections and sends new ones to the new target', async () => {
+    const accepted: Socket[] = [];
+    const other = createServer((socket) => {
+      accepted.push(socket);
+      socket.on('error', () => {});
+      socket.on('data', (chunk: Buffer) => socket.write(`other:${chunk.toString()}`));
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const before = await client();
+      before.socket.write('a');
+      await until(() => before.received() === 'a');
+      proxy.retarget(`http://127.0.0.1:${(other.address() as { port: number }).port}`);
+      expect(await before.closed).toMatch(/ECONNRESET|close/);
+      const after = await client();
+      after.socket.write('b');
+      await until(() => after.received() === 'other:b');
+      expect(() => proxy.retarget('no-port')).toThrow(TypeError);
+    } finally {
+      for (const socket of accepted) socket.destroy();
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  });
+
   it('close is idempotent and closes open connections', async () => {
     const c = await client();
     await Promise.all([proxy.close(), proxy.close()]);

@@ -30,7 +30,7 @@ export class TcpFaultProxy implements AsyncDisposable {
   private constructor(
     private readonly server: Server,
     readonly port: number,
-    private readonly target: ProxyTarget,
+    private target: ProxyTarget,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -73,6 +73,16 @@ export class TcpFaultProxy implements AsyncDisposable {
       if (mode === 'reset') connection.reset();
       else connection.modeChanged();
     }
+  }
+
+  /**
+   * Sends new connections to `target` (`host:port` or `http://host:port`) from now on and resets
+   * the open ones, so a client reconnects to the new server at the same address: as when the
+   * server behind an address is replaced (another cluster's member on a member's address, say).
+   */
+  retarget(target: string): void {
+    this.target = parseTarget(target);
+    for (const connection of [...this.connections]) connection.reset();
   }
 
   /** Number of proxied connections currently open (useful to assert a client reconnected). */

@@ -29,12 +29,60 @@ export interface StartEtcdOptions {
   signal?: AbortSignal;
   /** Receives etcd's log lines and harness progress. Default: no logging. */
   log?: (line: string) => void;
+  /**
+   * Serve clients over TLS: `endpoints` become `https://127.0.0.1:PORT`. Needs a cluster of the
+   * test's own: `'auto'` then picks like `'local'`, and `'external'` is refused. Default: none.
+   */
+  tls?: EtcdTlsOptions;
+  /**
+   * Turn on etcd's authentication once the cluster is up: user `root` (role `root`) is created
+   * with `rootPassword`, then `auth enable` runs. Add users and roles as root. Needs a cluster of
+   * the test's own, like `tls`. Default: none (no authentication).
+   */
+  auth?: EtcdAuthOptions;
+}
+
+/**
+ * PEM files on this machine (a container member gets copies). The harness never reads the
+ * private key; it talks to each member over a plaintext loopback port of its own, so it needs no
+ * certificate either.
+ */
+export interface EtcdTlsOptions {
+  /** The server certificate; its subject alternative names must include 127.0.0.1. */
+  certFile: string;
+  keyFile: string;
+  /**
+   * Require a client certificate signed by this CA (etcd's `--client-cert-auth` and
+   * `--trusted-ca-file`: mutual TLS). Default: none, any client may connect.
+   */
+  clientCaFile?: string;
+}
+
+export interface EtcdAuthOptions {
+  rootPassword: string;
+  /**
+   * etcd's `--auth-token-ttl`: a simple token unused this long expires, and clients must
+   * authenticate again. Default: etcd's own (300 s).
+   */
+  tokenTtlSeconds?: number;
+}
+
+/** Options for {@link EtcdCluster.restore}. */
+export interface RestoreOptions {
+  /**
+   * Restore under this `--initial-cluster-token` instead of the one the cluster was started
+   * with: etcd derives new member IDs and a new cluster ID from it, so the rebuilt cluster is
+   * another cluster to its clients, at the same client URLs (as after a rebuild with new
+   * settings). 1 to 64 letters, digits, `.`, `_` or `-`. Default: the cluster's own token (the
+   * cluster ID stays the same).
+   */
+  clusterToken?: string;
 }
 
 /** One etcd member whose process or container the harness controls. */
 export interface EtcdMember {
   readonly name: string;
-  /** `http://127.0.0.1:PORT`; stays the same across stop/start/restart. */
+  /** `http(s)://127.0.0.1:PORT`; stays the same across stop/start/restart. */
   readonly clientUrl: string;
   /** Graceful stop (SIGTERM / container stop); the data directory is kept. */
   stop(): Promise<void>;
@@ -68,9 +116,10 @@ export interface EtcdCluster extends AsyncDisposable {
    * `etcdctl snapshot restore` of `snapshotPath` using the member's original `--name`,
    * `--initial-cluster`, `--initial-advertise-peer-urls` and `--initial-cluster-token`, starts
    * all members and waits until they are healthy. The cluster ID and the client URLs stay the
-   * same; the revision drops back to the snapshot's. Rejects for 'external'.
+   * same (unless `options.clusterToken` gives the rebuilt cluster a new ID); the revision drops
+   * back to the snapshot's. Rejects for 'external'.
    */
-  restore(snapshotPath: string): Promise<void>;
+  restore(snapshotPath: string, options?: RestoreOptions): Promise<void>;
   /** Idempotent; removes containers/processes, volumes, snapshots and temporary directories. */
   close(): Promise<void>;
 }

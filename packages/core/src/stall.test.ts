@@ -1,0 +1,212 @@
+import { describe, expect, it } from 'vitest';
+import { Leasehold } from './client.js';
+import { fakeClock, fakeEtcd, flush } from './clock.fake.js';
+import { fakeElections } from './election.fake.js';
+import { campaign } from './election.js';
+import {
+  isInsufficientLeaseTimeError,
+  isInvalidArgumentError,
+  isLeadershipLostError,
+  isLeadershipResignedError,
+  isLeaseLostError,
+  type InsufficientLeaseTimeError,
+} from './errors.js';
+import { assertTimeLeft, StallMonitor, type StallEvent } from './stall.js';
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('StallMonitor', () => {
+  function monitor(thresholdMs = 500) {
+    const clock = fakeClock();
+    const live = ['a'];
+    const stalls: [number, string[]][] = [];
+    const m = new StallMonitor(
+      clock,
+      thresholdMs,
+      100,
+      () => live,
+      (ms, before) => {
+        stalls.push([ms, before]);
+      },
+    );
+    return { clock, live, stalls, m };
+  }
+
+  it('reports a blocked loop as its timer lateness, with what was live before the stall', () => {
+    const { clock, live, stalls, m } = monitor();
+    m.start();
+    clock.advance(1_000); // ticking on time: nothing to report
+    expect(stalls).toEqual([]);
+    clock.stall(1_600); // the loop is blocked: no timer runs
+    live.length = 0; // (what ended during the stall is still reported)
+    clock.advance(0);
+    expect(stalls).toEqual([[1_500, ['a']]]); // due 100 ms into the stall, ran 1500 ms late
+  });
+
+  it('idles on the first tick that finds nothing to watch, and start() resumes it', () => {
+    const { clock, live, stalls, m } = monitor();
+    m.start();
+    live.length = 0;
+    clock.advance(100); // this tick finds nothing live
+    expect(m.running).toBe(false);
+    expect(clock.pending).toBe(0);
+    clock.stall(2_000);
+    clock.advance(0);
+    expect(stalls).toEqual([]);
+    live.push('b');
+    m.start();
+    clock.stall(1_000);
+    clock.advance(0);
+    expect(stalls).toEqual([[900, ['b']]]);
+  });
+
+  it('ignores lateness below the threshold, and stops when told', () => {
+    const { clock, stalls, m } = monitor(500);
+    m.start();
+    m.start(); // idempotent: one timer
+    clock.stall(550); // 450 ms late
+    clock.advance(0);
+    expect(stalls).toEqual([]);
+    expect(clock.pending).toBe(1);
+    m.stop();
+    expect(m.running).toBe(false);
+    expect(clock.pending).toBe(0);
+    clock.stall(5_000);
+    clock.advance(0);
+    expect(stalls).toEqual([]);
+  });
+});
+
+describe('assertTimeLeft', () => {
+  it('returns the time left when enough is', () => {
+    expect(assertTimeLeft(1_000, { leftMs: 1_500, lost: undefined, what: 'lock k' })).toBe(1_500);
+    expect(assertTimeLeft(0, { leftMs: 0.5, lost: undefined, what: 'lock k' })).toBe(0.5);
+  });
+
+  it('throws InsufficientLeaseTimeError with needed and left when less is', () => {
+    const err = thrown(() =>
+      assertTimeLeft(2_000, { leftMs: 1_500, lost: undefined, what: 'lock k' }),
+    );
+    expect(isInsufficientLeaseTimeError(err)).toBe(true);
+    const e = err as InsufficientLeaseTimeError;
+    expect([e.code, e.name, e.neededMs, e.leftMs]).toEqual([
+      'INSUFFICIENT_LEASE_TIME',
+      'InsufficientLeaseTimeError',
+      2_000,
+      1_500,
+    ]);
+    expect(e.message).toBe(
+      "lock k has 1500 ms left before its lease's local deadline; the work needs 2000 ms",
+    );
+    expect(e.cause).toBeUndefined();
+  });
+
+  it('once lost, always throws, with the loss as its cause', () => {
+    const loss = new Error('its session was lost');
+    const err = thrown(() => assertTimeLeft(0, { leftMs: 0, lost: loss, what: 'lock k' }));
+    expect(isInsufficientLeaseTimeError(err) && [err.leftMs, err.cause]).toEqual([0, loss]);
+  });
+
+  it('rejects a bad ms with InvalidArgumentError naming it', () => {
+    for (const bad of [-1, NaN, Infinity, '100', undefined, 10n]) {
+      const err = thrown(() => assertTimeLeft(bad, { leftMs: 5, lost: undefined, what: 'x' }));
+      expect(isInvalidArgumentError(err)).toBe(true);
+      expect((err as Error).message).toMatch(
+        /^assertTimeLeft\(ms\) must be a non-negative, finite number of milliseconds, got /,
+      );
+    }
+  });
+});
+
+describe('time left on holds and sessions', () => {
+  it('a leadership reports the time left on its session, and 0 with the loss as cause after a stall past the deadline', async () => {
+    const { clock, maker, session } = await fakeElections();
+    const leadership = await campaign(maker, 'e', 'alpha', {});
+    const left = leadership.timeLeftMs();
+    expect(left).toBe(session.remainingMs());
+    expect(left).toBeGreaterThan(3_000_000);
+    clock.stall(1_000);
+    expect(leadership.timeLeftMs()).toBe(left - 1_000); // no keepalive answered meanwhile
+    expect(leadership.assertTimeLeft(left - 1_000)).toBe(left - 1_000);
+    expect(isInsufficientLeaseTimeError(thrown(() => leadership.assertTimeLeft(left)))).toBe(true);
+
+    clock.stall(left); // past the deadline; no timer has run
+    expect(leadership.timeLeftMs()).toBe(0);
+    expect(session.timeLeftMs()).toBe(0);
+    const err = thrown(() => leadership.assertTimeLeft(1)) as InsufficientLeaseTimeError;
+    expect(isInsufficientLeaseTimeError(err)).toBe(true);
+    expect(isLeadershipLostError(err.cause)).toBe(true);
+    const sessionErr = thrown(() => session.assertTimeLeft(0)) as InsufficientLeaseTimeError;
+    expect(isLeaseLostError(sessionErr.cause) && sessionErr.cause.reason).toBe('deadline');
+  });
+
+  it('after resign, no time is left and the cause is the resignation', async () => {
+    const { maker } = await fakeElections();
+    const leadership = await campaign(maker, 'e', 'alpha', {});
+    await leadership.resign();
+    expect(leadership.timeLeftMs()).toBe(0);
+    const err = thrown(() => leadership.assertTimeLeft(0)) as InsufficientLeaseTimeError;
+    expect(isLeadershipResignedError(err.cause)).toBe(true);
+    expect(isInvalidArgumentError(thrown(() => leadership.assertTimeLeft(-5)))).toBe(true);
+  });
+});
+
+describe('client.onStall', () => {
+  async function setup() {
+    const clock = fakeClock();
+    const fake = fakeEtcd();
+    const prefixes = { lockPrefix: 'L/', electionPrefix: 'E/' };
+    const client = new Leasehold(fake.etcd, clock, prefixes, 5_000, {}, 500);
+    const session = await client.session({ ttlSeconds: 10, safetyMarginMs: 0 });
+    await flush();
+    const events: StallEvent[] = [];
+    client.onStall((event) => events.push(event));
+    return { clock, client, session, events };
+  }
+
+  it('reports a stall with the lease and the time left on it right after', async () => {
+    const { clock, session, events } = await setup();
+    clock.stall(1_200);
+    const left = session.remainingMs();
+    clock.advance(0);
+    expect(events).toEqual([
+      { stalledMs: 1_100, leaseId: session.leaseId, remainingMs: left, lost: false },
+    ]);
+  });
+
+  it('a stall past the deadline is reported with lost: true and 0 left, whichever timer runs first', async () => {
+    const { clock, session, events } = await setup();
+    clock.stall(10_500);
+    clock.advance(0);
+    expect(events).toEqual([
+      { stalledMs: 10_400, leaseId: session.leaseId, remainingMs: 0, lost: true },
+    ]);
+    expect(session.isLost).toBe(true);
+  });
+
+  it('a session the first read after the stall found lost is still reported by the late tick', async () => {
+    const { clock, session, events } = await setup();
+    clock.stall(10_500);
+    expect(session.timeLeftMs()).toBe(0); // this read ends the session before any timer runs
+    clock.advance(0);
+    expect(events).toEqual([
+      { stalledMs: 10_400, leaseId: session.leaseId, remainingMs: 0, lost: true },
+    ]);
+  });
+
+  it('reports no session closed before the stall, and idles once none is live', async () => {
+    const { clock, session, events } = await setup();
+    await session.close();
+    clock.stall(5_000); // the monitor last looked while the session was live
+    clock.advance(0);
+    expect(events).toEqual([]);
+    expect(clock.pending).toBe(0);
+  });
+});
