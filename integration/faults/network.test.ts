@@ -43,11 +43,17 @@ describe('fault smoke: network and cluster', () => {
       });
       expect(run.unexcused, run.describe()).toEqual([]);
       expect(run.injected, run.describe()).toEqual({ 'pause-leader': 1, 'pause-member': 1 });
+      // Both workloads (locks, the election) recover after each fault.
       const recoveries = run.result.samples.filter((s) => s.measure === 'recovery');
       expect(
-        recoveries.map((s) => s.status),
+        recoveries.map((s) => `${s.fault} ${s.workload}: ${s.status}`).sort(),
         run.describe(),
-      ).toEqual(['ok', 'ok']);
+      ).toEqual([
+        'pause-leader election: ok',
+        'pause-leader lock: ok',
+        'pause-member election: ok',
+        'pause-member lock: ok',
+      ]);
     },
     RUN_MS,
   );
