@@ -9,7 +9,13 @@ import { connect, type Leasehold, type Lock, type Session } from '@leasehold/cor
 import { startEtcd, type EtcdCluster } from '@leasehold/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniquePrefix, waitFor } from '../setup/etcd.js';
-import { leaderIndex, newLeaderAfter, sessionOnMember, status } from '../setup/members.js';
+import {
+  firstSuccess,
+  leaderIndex,
+  newLeaderAfter,
+  sessionOnMember,
+  status,
+} from '../setup/members.js';
 
 /** etcd's election timeout in the test clusters (see @leasehold/testing's etcd-args). */
 const ELECTION_TIMEOUT_MS = 1_000;
@@ -34,27 +40,6 @@ const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
-
-/** Tries `op` until it succeeds; resolves with the time since `t0` of the first success. */
-async function firstSuccess(
-  t0: number,
-  op: () => Promise<unknown>,
-  errors: string[],
-  label: string,
-): Promise<number> {
-  const giveUpAt = t0 + 30_000;
-  for (;;) {
-    try {
-      await op();
-      return performance.now() - t0;
-    } catch (err) {
-      const at = (performance.now() - t0).toFixed(0);
-      errors.push(`${label} @${at} ms: ${(err as Error).message}`);
-      if (performance.now() > giveUpAt) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-}
 
 /** Asserts every session stays alive for `ms` (longer than a TTL: renewals must get through). */
 async function stayAlive(sessions: Session[], ms: number): Promise<void> {

@@ -10,24 +10,10 @@ import { connect, type Lock } from '@leasehold/core';
 import { startEtcd, type EtcdCluster } from '@leasehold/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deadlineIn, etcdClient, onCleanup, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { firstSuccess } from '../setup/members.js';
 
 /** Outlasts the outage (a graceful stop of a leader alone can take ~7 s) plus a restart. */
 const TTL_SECONDS = 60;
-
-/** Tries `op` until it succeeds (at most 30 s); resolves with the ms since `t0` of the success. */
-async function firstSuccess(t0: number, op: () => Promise<unknown>, errors: string[]) {
-  const giveUpAt = t0 + 30_000;
-  for (;;) {
-    try {
-      await op();
-      return performance.now() - t0;
-    } catch (err) {
-      errors.push(`@${(performance.now() - t0).toFixed(0)} ms: ${(err as Error).message}`);
-      if (performance.now() > giveUpAt) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-}
 
 describe('full-cluster restart of a 3-member cluster', () => {
   let cluster: EtcdCluster;

@@ -4,33 +4,11 @@ import { Etcd3 } from 'etcd3';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { onCleanup, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { recordingLogger } from '../setup/logger.js';
 
 const endpoints = sharedEndpoints();
 const admin = new Etcd3({ hosts: endpoints });
 afterAll(() => admin.close());
-
-interface Line {
-  level: string;
-  fields: Record<string, unknown>;
-  message: string;
-}
-
-/** A pino-shaped logger that keeps its lines. */
-function recordingLogger() {
-  const lines: Line[] = [];
-  const at =
-    (level: string) =>
-    (fields: object, message = '') =>
-      void lines.push({ level, fields: fields as Record<string, unknown>, message });
-  const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-  const find = (message: string | RegExp, fields: Record<string, unknown> = {}) =>
-    lines.find(
-      (l) =>
-        (typeof message === 'string' ? l.message === message : message.test(l.message)) &&
-        Object.entries(fields).every(([k, v]) => l.fields[k] === v),
-    );
-  return { lines, logger, find };
-}
 
 describe('logging on a real etcd', () => {
   it('a reset member: member failure, keepalive stream and retries logged naming the endpoint; recovery; then a session lost to a revoke, with its lease and reason', async () => {

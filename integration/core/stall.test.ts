@@ -7,6 +7,7 @@ import {
 } from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
 import { sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { recordingLogger } from '../setup/logger.js';
 import { inMemoryTelemetry } from '../setup/telemetry.js';
 
 const endpoints = sharedEndpoints();
@@ -16,16 +17,6 @@ function busyUntil(until: number): void {
   while (performance.now() < until) {
     // a synchronous loop: no timer, no keepalive, no I/O runs meanwhile
   }
-}
-
-function recordingLogger() {
-  const lines: { level: string; fields: Record<string, unknown>; message?: string }[] = [];
-  const at = (level: string) => (fields: object, message?: string) =>
-    void lines.push({ level, fields: fields as Record<string, unknown>, message });
-  return {
-    lines,
-    logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
-  };
 }
 
 function nextStall(client: { onStall(l: (e: StallEvent) => void): Disposable }) {

@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startEtcd, type EtcdCluster, type EtcdMember } from '@leasehold/testing';
+import { status as memberStatus } from '../setup/members.js';
 
 const run = promisify(execFile);
 
@@ -18,7 +19,7 @@ const ETCDCTL_TIMEOUT_MS = 5_000;
 
 interface EndpointStatus {
   Endpoint: string;
-  Status: { header: { member_id: number | string; revision: number }; leader: number | string };
+  Status: { header: { revision: number } };
 }
 
 export class FaultCluster implements AsyncDisposable {
@@ -39,10 +40,10 @@ export class FaultCluster implements AsyncDisposable {
 
   /** The member that leads now, or undefined when no running member knows one. */
   async leader(): Promise<EtcdMember | undefined> {
-    const statuses = await this.status();
-    const leaderId = statuses.map((s) => String(s.Status.leader)).find((id) => id !== '0');
-    const status = statuses.find((s) => String(s.Status.header.member_id) === leaderId);
-    return status && this.members.find((m) => m.clientUrl === status.Endpoint);
+    const all = await Promise.all(this.members.map((m) => memberStatus(m.clientUrl)));
+    const leaderId = all.find((s) => s !== undefined)?.leader;
+    const index = all.findIndex((s) => s?.member === leaderId);
+    return index >= 0 ? this.members[index] : undefined;
   }
 
   /** A running member that does not lead (with one member: that member). */

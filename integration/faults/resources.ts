@@ -12,17 +12,9 @@ import { isStaleTokenError } from '@leasehold/fence';
 import { withFence, type MemoryState } from '@leasehold/fence/memory';
 import { fenceTableDDL, type PgQueryable } from '@leasehold/fence/postgres';
 import { Redis } from 'ioredis';
+import type { LogEntry } from './check/index.js';
 
 export type ResourceName = 'memory' | 'postgres' | 'redis';
-
-/** One accepted write, in the resource's commit order. */
-export interface LogEntry {
-  seq: number;
-  name: string;
-  token: string;
-  writeId: string;
-  process: string;
-}
 
 /** What the workers need to reach the resources (part of their FAULTS_CONFIG). */
 export interface ResourceEndpoints {

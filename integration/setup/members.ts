@@ -112,3 +112,27 @@ export async function sessionOnMember<S extends { close(): Promise<void> }>(
   }
   throw new Error(`no session's keepalive stream landed on member ${target} in 20 tries`);
 }
+
+/**
+ * Tries `op` until it succeeds (giving up 30 s after `t0`); resolves with the ms since `t0` of
+ * the first success. Each failure is noted in `errors`, with `label` and when it came.
+ */
+export async function firstSuccess(
+  t0: number,
+  op: () => Promise<unknown>,
+  errors: string[],
+  label?: string,
+): Promise<number> {
+  const giveUpAt = t0 + 30_000;
+  for (;;) {
+    try {
+      await op();
+      return performance.now() - t0;
+    } catch (err) {
+      const at = (performance.now() - t0).toFixed(0);
+      errors.push(`${label ? `${label} ` : ''}@${at} ms: ${(err as Error).message}`);
+      if (performance.now() > giveUpAt) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}

@@ -31,3 +31,21 @@ export async function floorWatch(raw, prefix) {
     close: () => watcher.cancel(),
   };
 }
+
+/**
+ * The requests every worker that hosts a floor watch answers: `seenPut`, `seenDelete`, and a
+ * `close` that ends the watch, the worker's client (`init` resolves with `{ client, floor }`)
+ * and its raw etcd3 connection.
+ */
+export function floorHandlers(init, raw) {
+  return {
+    seenPut: async (args) => (await init).floor.seenPut(args),
+    seenDelete: async (args) => (await init).floor.seenDelete(args),
+    close: async () => {
+      const { client, floor } = await init;
+      await floor.close();
+      await client.close();
+      raw.close();
+    },
+  };
+}

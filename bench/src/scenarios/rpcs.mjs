@@ -6,7 +6,7 @@ import { connect } from '@leasehold/core';
 import { rpcDelta, scrape } from '../lib/metrics.mjs';
 import { judged } from '../lib/rows.mjs';
 import { now } from '../lib/stats.mjs';
-import { prefixEnd } from './uncontended.mjs';
+import { etcd3Cycle, leaseholdCycle, rawLockCycle } from '../lib/raw-lock.mjs';
 
 export const id = 'rpcs';
 export const title = 'RPCs per lock cycle (etcd /metrics)';
@@ -41,43 +41,12 @@ export async function run(ctx) {
   const raw = new Etcd3({ hosts: ctx.endpoints });
   const lease = raw.lease(30);
   const leaseId = await lease.grant();
-  const rawRange = `${prefix}raw/n/`;
-  const rawKey = Buffer.from(`${rawRange}${BigInt(leaseId).toString(16)}`);
   const client = await connect({ endpoints: ctx.endpoints, lockPrefix: `${prefix}leasehold/` });
   await client.sharedSession();
   try {
-    const rawCount = await count(ctx, n, async () => {
-      const join = await raw.kv.txn({
-        compare: [{ key: rawKey, target: 'Create', result: 'Equal', create_revision: '0' }],
-        success: [
-          { request_put: { key: rawKey, value: Buffer.from('bench'), lease: leaseId } },
-          {
-            request_range: {
-              key: Buffer.from(rawRange),
-              range_end: prefixEnd(rawRange),
-              keys_only: true,
-            },
-          },
-        ],
-        failure: [{ request_range: { key: rawKey } }],
-      });
-      await raw.kv.txn({
-        compare: [
-          { key: rawKey, target: 'Create', result: 'Equal', create_revision: join.header.revision },
-        ],
-        success: [{ request_delete_range: { key: rawKey } }],
-        failure: [],
-      });
-    });
-    const leaseholdCount = await count(ctx, n, async () => {
-      const lock = await client.acquire('n', { value: 'bench' });
-      await lock.release();
-    });
-    const etcd3Count = await count(ctx, n, async () => {
-      const lock = raw.lock(`${prefix}etcd3/n`);
-      await lock.acquire();
-      await lock.release();
-    });
+    const rawCount = await count(ctx, n, rawLockCycle(raw, `${prefix}raw/n/`, leaseId));
+    const leaseholdCount = await count(ctx, n, leaseholdCycle(client));
+    const etcd3Count = await count(ctx, n, etcd3Cycle(raw, `${prefix}etcd3/n`));
     const row = (name, c, extra) => ({
       scenario: id,
       name,

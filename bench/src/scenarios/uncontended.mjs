@@ -6,17 +6,11 @@ import { Etcd3 } from 'etcd3';
 import { connect } from '@leasehold/core';
 import { latencyRow, judged } from '../lib/rows.mjs';
 import { interleave, percentile } from '../lib/stats.mjs';
+import { etcd3Cycle, leaseholdCycle, rawLockCycle } from '../lib/raw-lock.mjs';
 import { redisLock } from '../lib/redis-lock.mjs';
 
 export const id = 'uncontended';
 export const title = 'uncontended acquire + release';
-
-/** etcd's prefix range end: the prefix with its last byte incremented. */
-export const prefixEnd = (prefix) => {
-  const end = Buffer.from(prefix);
-  end[end.length - 1]++;
-  return end;
-};
 
 export async function run(ctx) {
   const perRound = ctx.scale(60, 12);
@@ -27,48 +21,11 @@ export async function run(ctx) {
   await client.sharedSession();
   const lease = raw.lease(30, { autoKeepAlive: true });
   const leaseId = await lease.grant();
-  const rawRange = `${prefix}raw/n/`;
-  const rawKey = Buffer.from(`${rawRange}${BigInt(leaseId).toString(16)}`);
-  const value = Buffer.from('bench');
   try {
     const ops = {
-      raw: async () => {
-        const join = await raw.kv.txn({
-          compare: [{ key: rawKey, target: 'Create', result: 'Equal', create_revision: '0' }],
-          success: [
-            { request_put: { key: rawKey, value, lease: leaseId } },
-            {
-              request_range: {
-                key: Buffer.from(rawRange),
-                range_end: prefixEnd(rawRange),
-                keys_only: true,
-              },
-            },
-          ],
-          failure: [{ request_range: { key: rawKey } }],
-        });
-        await raw.kv.txn({
-          compare: [
-            {
-              key: rawKey,
-              target: 'Create',
-              result: 'Equal',
-              create_revision: join.header.revision,
-            },
-          ],
-          success: [{ request_delete_range: { key: rawKey } }],
-          failure: [],
-        });
-      },
-      leasehold: async () => {
-        const lock = await client.acquire('n', { value: 'bench' });
-        await lock.release();
-      },
-      etcd3: async () => {
-        const lock = raw.lock(`${prefix}etcd3/n`);
-        await lock.acquire();
-        await lock.release();
-      },
+      raw: rawLockCycle(raw, `${prefix}raw/n/`, leaseId),
+      leasehold: leaseholdCycle(client),
+      etcd3: etcd3Cycle(raw, `${prefix}etcd3/n`),
     };
     const { samples } = await interleave(ops, { rounds, perRound, warmup: 30 });
     const base50 = percentile(samples.raw, 0.5);

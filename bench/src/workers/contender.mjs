@@ -4,7 +4,7 @@
 // Also hosts a floor watch, so the floor is measured in a process under the same load.
 import { Etcd3 } from 'etcd3';
 import { connect } from '@leasehold/core';
-import { floorWatch } from '../lib/floor-watch.mjs';
+import { floorHandlers, floorWatch } from '../lib/floor-watch.mjs';
 import { now, sleep } from '../lib/stats.mjs';
 import { serve, workerConfig } from '../lib/workers.mjs';
 
@@ -57,12 +57,5 @@ serve(init, {
     );
     return cycles;
   },
-  seenPut: async (args) => (await init).floor.seenPut(args),
-  seenDelete: async (args) => (await init).floor.seenDelete(args),
-  close: async () => {
-    const { client, floor } = await init;
-    await floor.close();
-    await client.close();
-    raw.close();
-  },
+  ...floorHandlers(init, raw),
 });

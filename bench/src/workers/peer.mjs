@@ -2,7 +2,7 @@
 // floor, stamping when each arrives with the host's shared clock.
 import { Etcd3 } from 'etcd3';
 import { connect } from '@leasehold/core';
-import { floorWatch } from '../lib/floor-watch.mjs';
+import { floorHandlers, floorWatch } from '../lib/floor-watch.mjs';
 import { now } from '../lib/stats.mjs';
 import { serve, workerConfig } from '../lib/workers.mjs';
 
@@ -26,12 +26,5 @@ serve(init, {
     await held.get(name)?.release();
     held.delete(name);
   },
-  seenPut: async (args) => (await init).floor.seenPut(args),
-  seenDelete: async (args) => (await init).floor.seenDelete(args),
-  close: async () => {
-    const { client, floor } = await init;
-    await floor.close();
-    await client.close();
-    raw.close();
-  },
+  ...floorHandlers(init, raw),
 });

@@ -1,5 +1,5 @@
 import { buildModel, type Model, type Write } from './model.js';
-import type { CheckConfig, HistoryLine, LogEntry, ResourceLogs } from './types.js';
+import type { CheckConfig, HistoryLine, LogEntry, ResourceLogs, Rule, Violation } from './types.js';
 
 export const DEFAULT_TOLERANCE_MS = 250;
 
@@ -39,6 +39,26 @@ export function workloadOf(context: CheckContext, entry: LogEntry): string {
 export function timeOf(context: CheckContext, entry: LogEntry): number | undefined {
   const write = context.writesById.get(entry.writeId);
   return write?.doneAt ?? write?.invokeAt;
+}
+
+/** A violation about a logged write: its process, token and resource, and when it happened. */
+export function logViolation(
+  context: CheckContext,
+  rule: Rule,
+  entry: LogEntry,
+  resource: string,
+  message: string,
+): Violation {
+  const violation: Violation = {
+    rule,
+    message,
+    process: entry.process,
+    token: entry.token,
+    resource,
+  };
+  const at = timeOf(context, entry);
+  if (at !== undefined) violation.at = at;
+  return violation;
 }
 
 /** Each resource's log in commit order (seq ascending), split by name. */

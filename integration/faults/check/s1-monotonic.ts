@@ -1,4 +1,4 @@
-import { logsByName, timeOf, workloadOf, type CheckContext } from './context.js';
+import { logViolation, logsByName, workloadOf, type CheckContext } from './context.js';
 import { tokenValue } from './model.js';
 import type { LogEntry, Rule, Violation } from './types.js';
 
@@ -20,19 +20,17 @@ export function monotonic(
     let highest: LogEntry | undefined;
     for (const entry of entries) {
       if (highest && tokenValue(entry.token) < tokenValue(highest.token)) {
-        const violation: Violation = {
-          rule,
-          message:
+        violations.push(
+          logViolation(
+            context,
+            rule,
+            entry,
+            resource,
             `${resource} accepted token ${entry.token} for "${name}" (write ${entry.writeId} by ` +
-            `${entry.process}, seq ${entry.seq}) after token ${highest.token} (write ` +
-            `${highest.writeId} by ${highest.process}, seq ${highest.seq})`,
-          process: entry.process,
-          token: entry.token,
-          resource,
-        };
-        const at = timeOf(context, entry);
-        if (at !== undefined) violation.at = at;
-        violations.push(violation);
+              `${entry.process}, seq ${entry.seq}) after token ${highest.token} (write ` +
+              `${highest.writeId} by ${highest.process}, seq ${highest.seq})`,
+          ),
+        );
       } else {
         highest = entry;
       }

@@ -1,4 +1,4 @@
-import { logsByName, timeOf, workloadOf, type CheckContext } from './context.js';
+import { logViolation, logsByName, workloadOf, type CheckContext } from './context.js';
 import type { LogEntry, Rule, Violation } from './types.js';
 
 /**
@@ -16,16 +16,7 @@ export function singleWriter(
 ): Violation[] {
   const violations: Violation[] = [];
   const report = (entry: LogEntry, resource: string, message: string): void => {
-    const violation: Violation = {
-      rule,
-      message,
-      process: entry.process,
-      token: entry.token,
-      resource,
-    };
-    const at = timeOf(context, entry);
-    if (at !== undefined) violation.at = at;
-    violations.push(violation);
+    violations.push(logViolation(context, rule, entry, resource, message));
   };
   for (const { resource, name, entries } of logsByName(context.logs, include)) {
     const writerOf = new Map<string, string>();

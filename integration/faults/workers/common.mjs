@@ -280,6 +280,48 @@ export function connectOptions() {
   };
 }
 
+/**
+ * Starts a worker: hears the runner's commands, opens the resources and connects. Clean-up
+ * failures are the SDK's business during faults: listened to, so they print no warnings.
+ */
+export async function start() {
+  listen();
+  const resources = await openResources();
+  const client = await connect(connectOptions());
+  client.onCleanupError(() => {});
+  return { resources, client };
+}
+
+/** A hold granted: its token, local deadline, key and lease, for the checker's S5. */
+export function emitGranted(op, id, token, hold) {
+  emit({
+    type: 'ok',
+    op,
+    id,
+    workload: config.workload,
+    name: config.name,
+    token,
+    deadlineAt: now() + hold.session.remainingMs(),
+    key: hold.key,
+    leaseId: hold.session.leaseId.toString(16),
+  });
+}
+
+/** A hold's loss signal fired (`err` may be undefined); a change of cluster is noted too. */
+export function emitLost(token, err) {
+  emit({
+    type: 'info',
+    op: 'lost',
+    workload: config.workload,
+    name: config.name,
+    token,
+    reason: err?.code,
+    detail: err?.reason,
+    loopLagMs: loopLagMs(),
+  });
+  noteClusterChange(err);
+}
+
 /** Sleeps unless the workload is stopping. */
 export const pause = (ms) => sleep(ms, undefined, { signal: stopSignal }).catch(() => {});
 

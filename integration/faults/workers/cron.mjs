@@ -2,32 +2,28 @@
 // fire writes to every resource with the run's token (the first round checked against the run's
 // signal, the second not) and ends. A run is a hold in the history: `ok cron-run` with the token
 // when it starts, `invoke`/`ok release` when it ends.
-import { connect } from '@leasehold/core';
 import { createScheduler } from '@leasehold/cron';
 import {
-  config,
-  connectOptions,
-  emit,
-  noteClusterChange,
-  finish,
-  listen,
-  loopLagMs,
   clusterHasChanged,
-  reconnect,
+  config,
+  emit,
+  emitLost,
+  finish,
   nextId,
+  noteClusterChange,
   now,
-  openResources,
   pause,
   random,
+  reconnect,
+  start,
   stopSignal,
   trackDeadline,
   writeAll,
 } from './common.mjs';
 
-listen();
-const resources = await openResources();
-let client = await connect(connectOptions());
-client.onCleanupError(() => {});
+const started = await start();
+const { resources } = started;
+let { client } = started;
 const { workload, name } = config;
 const changed = () =>
   new Promise((resolve) => {
@@ -63,21 +59,8 @@ async function schedule(client) {
       await pause(200);
     }
   }
-  const seen = (event) => noteClusterChange(event.error);
-  scheduler.onError(seen);
-  scheduler.onLost((event) => {
-    emit({
-      type: 'info',
-      op: 'lost',
-      workload,
-      name,
-      token: event.token.toString(),
-      reason: event.error?.code,
-      detail: event.error?.reason,
-      loopLagMs: loopLagMs(),
-    });
-    seen(event);
-  });
+  scheduler.onError((event) => noteClusterChange(event.error));
+  scheduler.onLost((event) => emitLost(event.token.toString(), event.error));
   scheduler.schedule(
     name,
     { everyMs: 1_000 },

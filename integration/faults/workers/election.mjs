@@ -1,32 +1,28 @@
 // The election workload: `lead()` the election; while leading, write to every resource with the
 // term's token a few rounds (the first checked against the term's signal, the later ones not),
 // then return so that `lead()` resigns and another candidate gets a term; campaign again.
-import { connect } from '@leasehold/core';
 import {
-  config,
-  connectOptions,
-  emit,
-  noteClusterChange,
-  finish,
-  listen,
-  loopLagMs,
   clusterHasChanged,
-  reconnect,
+  config,
+  emit,
+  emitGranted,
+  emitLost,
+  finish,
   nextId,
-  now,
-  openResources,
+  noteClusterChange,
   pause,
   random,
   reasonOf,
+  reconnect,
+  start,
   stopSignal,
   trackDeadline,
   writeAll,
 } from './common.mjs';
 
-listen();
-const resources = await openResources();
-let client = await connect(connectOptions());
-client.onCleanupError(() => {});
+const started = await start();
+const { resources } = started;
+let { client } = started;
 const { workload, name } = config;
 emit({ type: 'info', op: 'ready', workload, name });
 
@@ -65,30 +61,8 @@ while (!stopSignal.aborted) {
         recampaign: false,
         onElected: (leadership) => {
           term = leadership.token.toString();
-          emit({
-            type: 'ok',
-            op: 'campaign',
-            id,
-            workload,
-            name,
-            token: term,
-            deadlineAt: now() + leadership.session.remainingMs(),
-            key: leadership.key,
-            leaseId: leadership.session.leaseId.toString(16),
-          });
-          leadership.onLost((err) => {
-            emit({
-              type: 'info',
-              op: 'lost',
-              workload,
-              name,
-              token: term,
-              reason: err.code,
-              detail: err.reason,
-              loopLagMs: loopLagMs(),
-            });
-            noteClusterChange(err);
-          });
+          emitGranted('campaign', id, term, leadership);
+          leadership.onLost((err) => emitLost(term, err));
         },
         onLost: (err) => noteClusterChange(err),
       },

@@ -3,32 +3,28 @@
 // The first round of writes checks the hold first; the second does not, as code that checked
 // once per hold would not, so a holder paused between them sends zombie writes that only the
 // resource can refuse.
-import { connect } from '@leasehold/core';
 import {
-  config,
-  connectOptions,
-  emit,
-  noteClusterChange,
-  finish,
-  listen,
-  loopLagMs,
   clusterHasChanged,
-  reconnect,
+  config,
+  emit,
+  emitGranted,
+  emitLost,
+  finish,
   nextId,
-  now,
-  openResources,
+  noteClusterChange,
   pause,
   random,
   reasonOf,
+  reconnect,
+  start,
   stopSignal,
   trackDeadline,
   writeAll,
 } from './common.mjs';
 
-listen();
-const resources = await openResources();
-let client = await connect(connectOptions());
-client.onCleanupError(() => {});
+const started = await start();
+const { resources } = started;
+let { client } = started;
 const { workload, name } = config;
 emit({ type: 'info', op: 'ready', workload, name });
 
@@ -47,30 +43,8 @@ while (!stopSignal.aborted) {
     continue;
   }
   const token = lock.token.toString();
-  emit({
-    type: 'ok',
-    op: 'acquire',
-    id,
-    workload,
-    name,
-    token,
-    deadlineAt: now() + lock.session.remainingMs(),
-    key: lock.key,
-    leaseId: lock.session.leaseId.toString(16),
-  });
-  lock.onLost((err) => {
-    emit({
-      type: 'info',
-      op: 'lost',
-      workload,
-      name,
-      token,
-      reason: err.code,
-      detail: err.reason,
-      loopLagMs: loopLagMs(),
-    });
-    noteClusterChange(err);
-  });
+  emitGranted('acquire', id, token, lock);
+  lock.onLost((err) => emitLost(token, err));
   const untrack = trackDeadline(
     () => lock.isHeld,
     () => lock.session.remainingMs(),

@@ -4,29 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { fakeClock } from './clock.fake.js';
 import { endpointOf, logRetries, watchMember } from './endpoint.js';
 import { EtcdUnavailableError } from './errors.js';
-import type { Logger } from './logger.js';
-
-function logs() {
-  const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
-  const at =
-    (level: string) =>
-    (fields: object, message = ''): void =>
-      void lines.push({ level, fields: fields as Record<string, unknown>, message });
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-  };
-  return { lines, logger };
-}
+import { recordingLogger } from './logger.fake.js';
 
 const passThrough = { execute: async <T>(fn: () => T | Promise<T>) => fn() };
 const A = 'http://10.0.0.1:2379';
 
 describe('watchMember', () => {
   it('logs once when a member stops answering, and once when it answers again', async () => {
-    const { lines, logger } = logs();
+    const { lines, logger } = recordingLogger();
     const member = watchMember(A, passThrough, logger);
     const down = () => member.execute(() => Promise.reject(new GRPCUnavailableError('refused')));
     await expect(down()).rejects.toThrow('refused');
@@ -48,7 +33,7 @@ describe('watchMember', () => {
   });
 
   it('a refusal is an answer; a cancelled stream is neither failure nor recovery', async () => {
-    const { lines, logger } = logs();
+    const { lines, logger } = recordingLogger();
     const member = watchMember(A, passThrough, logger);
     await member.execute(() => Promise.reject(new GRPCCancelledError('cancelled'))).catch(() => {});
     expect(lines).toEqual([]);
@@ -59,7 +44,7 @@ describe('watchMember', () => {
   });
 
   it('remembers the endpoint of a stream it opened and of an error (also when wrapped)', async () => {
-    const { logger } = logs();
+    const { logger } = recordingLogger();
     const member = watchMember(A, passThrough, logger);
     const stream = await member.execute(async () => ({ on() {} }));
     expect(endpointOf(stream)).toBe(A);
@@ -73,7 +58,7 @@ describe('watchMember', () => {
   });
 
   it('a call the member policy refuses to send is logged at debug only', async () => {
-    const { lines, logger } = logs();
+    const { lines, logger } = recordingLogger();
     const resting = {
       execute: async <T>(_fn: () => T | Promise<T>): Promise<T> => {
         throw new BrokenCircuitError();
@@ -89,7 +74,7 @@ describe('watchMember', () => {
 
 describe('logRetries', () => {
   it('logs every attempt after the first: what, attempt, delay since the failure, endpoint, error', async () => {
-    const { lines, logger } = logs();
+    const { lines, logger } = recordingLogger();
     const clock = fakeClock();
     const member = watchMember(A, passThrough, logger);
     let calls = 0;
@@ -113,7 +98,7 @@ describe('logRetries', () => {
   });
 
   it('leaves the endpoint out when no member was reached', async () => {
-    const { lines, logger } = logs();
+    const { lines, logger } = recordingLogger();
     let calls = 0;
     const attempt = logRetries(logger, fakeClock(), 'range', async () => {
       if (++calls === 1) throw new Error('no member usable');

@@ -9,7 +9,7 @@ import {
   LockTimeoutError,
   SessionClosedError,
 } from './errors.js';
-import type { Logger } from './logger.js';
+import { recordingLogger } from './logger.fake.js';
 import { metricNames, SCOPE, Telemetry, validateTelemetry, VERSION } from './telemetry.js';
 
 interface Point {
@@ -88,25 +88,10 @@ function recording() {
   return { points, spans, callbacks, scopes, meterProvider, tracerProvider, collect, sum };
 }
 
-function logs() {
-  const lines: { level: string; fields: Record<string, unknown>; message?: string }[] = [];
-  const at =
-    (level: string) =>
-    (fields: object, message?: string): void =>
-      void lines.push({ level, fields: fields as Record<string, unknown>, message });
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-  };
-  return { lines, logger };
-}
-
 function setup() {
   const clock = fakeClock();
   const rec = recording();
-  const { lines, logger } = logs();
+  const { lines, logger } = recordingLogger();
   const telemetry = new Telemetry(logger, rec, clock);
   return { clock, rec, lines, telemetry };
 }
@@ -255,7 +240,7 @@ describe('Telemetry', () => {
   });
 
   it('a provider that throws never breaks the operation it reports on', async () => {
-    const { logger, lines } = logs();
+    const { logger, lines } = recordingLogger();
     const throwing = new Proxy(
       {},
       {
