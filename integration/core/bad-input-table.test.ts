@@ -36,9 +36,15 @@ import {
   postgresStore,
   postgresStoreDDL,
   upsertFencedRow as upsertPostgresRow,
+  withFence as postgresWithFence,
 } from '@leasehold/fence/postgres';
 import { fencedSet, redisStore } from '@leasehold/fence/redis';
-import { sqliteStore, sqliteStoreDDL, upsertFencedRow } from '@leasehold/fence/sqlite';
+import {
+  sqliteStore,
+  sqliteStoreDDL,
+  upsertFencedRow,
+  withFence as sqliteWithFence,
+} from '@leasehold/fence/sqlite';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -249,6 +255,11 @@ const aborted = new Error('aborted before the call');
 
 table('connect options', [
   connectRow('options undefined', undefined, core(/^options must be an object/, got('undefined'))),
+  connectRow(
+    'attemptTimeoutMs above callTimeoutMs',
+    { ...dial, callTimeoutMs: 1_000, attemptTimeoutMs: 9_000 },
+    core(/^attemptTimeoutMs must be at most callTimeoutMs \(1000\)/, got('9000')),
+  ),
   connectRow('options null', null, core(/^options must be an object/, got('null'))),
   connectRow('options a string', 'http://127.0.0.1:2379', core(/^options must be an object/)),
   connectRow(
@@ -1045,6 +1056,53 @@ for (const adapter of adapters) {
   }
   table(`fence ${adapter.name}`, adapterRows(adapter));
 }
+
+table('fence options and arguments', [
+  {
+    call: 'sqliteStore',
+    input: "options.via 'bogus'",
+    run: () => sqliteStore(sqlite, { via: 'bogus' as never }),
+    expected: fenceArg(/^invalid options\.via "bogus": allowed: 'row' or 'fence-table'/),
+  },
+  {
+    call: 'sqlite withFence',
+    input: 'statements 5',
+    run: () => sqliteWithFence(sqlite, { resource: 'r', token: 1n }, 5 as never),
+    expected: fenceArg(/^invalid statements of type number: allowed: a function/),
+  },
+  ...(!('skip' in postgresFound)
+    ? [
+        {
+          call: 'postgresStore',
+          input: "options.via 'bogus'",
+          run: () => postgresStore(pool!, { via: 'bogus' as never }),
+          expected: fenceArg(/^invalid options\.via "bogus": allowed: 'row' or 'fence-table'/),
+        },
+        {
+          call: 'postgres withFence',
+          input: 'statements 5',
+          run: () => postgresWithFence(pool!, { resource: 'r', token: 1n }, 5 as never),
+          expected: fenceArg(/^invalid statements of type number: allowed: a function/),
+        },
+      ]
+    : []),
+  ...('skip' in redisFound
+    ? []
+    : [
+        {
+          call: 'redisStore',
+          input: 'options.prefix 5',
+          run: () => redisStore(redis!, { prefix: 5 as never }),
+          expected: fenceArg(/^invalid options\.prefix of type number: allowed: a string/),
+        },
+        {
+          call: 'fencedSet',
+          input: 'no write',
+          run: () => fencedSet(redis!, undefined as never),
+          expected: fenceArg(/^invalid write of type undefined: allowed: an object \{ fenceKey/),
+        },
+      ]),
+]);
 
 table('fence parseToken', [
   ...badTokens.map(([token, pattern]): Row => ({

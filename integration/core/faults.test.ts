@@ -125,9 +125,9 @@ describe('an event loop that stalls past the deadline', () => {
     expect(() => session.throwIfLost()).toThrow(/local deadline/);
     expect(() => lock.throwIfLost()).toThrow(/lost/);
     expect(isLockLostError(lock.signal.reason) && lock.signal.reason.reason).toBe('session');
-    const write = await lock.put(`${lock.key}-data`, 'late').catch((e: unknown) => e);
+    const write = await lock.put(`${client.lockPrefix}data`, 'late').catch((e: unknown) => e);
     expect(isLockLostError(write)).toBe(true);
-    expect(await admin.get(`${lock.key}-data`).string()).toBeNull();
+    expect(await admin.get(`${client.lockPrefix}data`).string()).toBeNull();
   });
 });
 

@@ -44,7 +44,7 @@ describe('the seed scenario: a paused holder wakes up after losing its lock', ()
       what: 'holder signal after delete',
     });
     expect(performance.now() - started).toBeLessThan(1_000);
-    const err = await lock.put(`${lock.key}-data`, 'late').catch((e: unknown) => e);
+    const err = await lock.put(`${client.lockPrefix}data`, 'late').catch((e: unknown) => e);
     expect(isLockLostError(err)).toBe(true);
   });
 });

@@ -85,6 +85,22 @@ export interface ConnectOptions {
   clock?: Clock;
 }
 
+/** `attemptTimeoutMs` with its default; one longer than `callTimeoutMs` is refused, not capped. */
+function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: number): number {
+  const given = options.attemptTimeoutMs;
+  if (given === undefined)
+    return endpoints > 1 ? Math.min(defaults.attemptTimeoutMs, callMs) : callMs;
+  const value = validateDurationMs('attemptTimeoutMs', given, MAX_TIMER_MS);
+  if (value > callMs) {
+    throw invalid(
+      'attemptTimeoutMs',
+      `at most callTimeoutMs (${callMs}): an attempt cannot outlast its call; raise callTimeoutMs too`,
+      value,
+    );
+  }
+  return value;
+}
+
 /**
  * Connects to etcd: keeps trying until a read under `lockPrefix` answers or `dialTimeoutMs`
  * passes. Wrong credentials fail here with `AuthError`, a missing permission with
@@ -127,12 +143,7 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
     endpoints,
     dialTimeoutMs: ms('dialTimeoutMs'),
     callTimeoutMs: ms('callTimeoutMs'),
-    attemptTimeoutMs: validateDurationMs(
-      'attemptTimeoutMs',
-      options.attemptTimeoutMs ??
-        (endpoints.length > 1 ? defaults.attemptTimeoutMs : ms('callTimeoutMs')),
-      MAX_TIMER_MS,
-    ),
+    attemptTimeoutMs: attemptTimeoutMs(options, endpoints.length, ms('callTimeoutMs')),
     maxAttempts: validateAttempts(options.maxAttempts ?? defaults.maxAttempts),
     tls: validateTls(options.tls, endpoints),
     auth: validateAuth(options.auth),
@@ -252,7 +263,8 @@ export class Leasehold implements AsyncDisposable {
     this.#watches.push(watch);
     const sessionOf = (leaseId: string) => this.#sessions.get(leaseId);
     const report = (e: LeaseholdError) => this.#report(e);
-    const queue = new Queue(this.etcd, watch, this.clock, report, noun, sessionOf);
+    const reserved = [this.lockPrefix, this.electionPrefix];
+    const queue = new Queue(this.etcd, watch, this.clock, report, noun, sessionOf, reserved);
     watch.onRead(({ kvs }) => queue.sweep(kvs));
     // A key created for no entry (a join that landed late) goes as soon as its event arrives.
     watch.onEvent(({ kind, kv }) => {

@@ -137,7 +137,7 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * error once its owner ended it. Not retried: a write that timed out may have landed.
    */
   async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
-    const requests = toRequests(ops);
+    const requests = toRequests(ops, this.#entry.reserved);
     const attributes = { ...this.#attributes(), 'leasehold.ops': requests.length };
     return this.session.telemetry.span('leasehold.fenced_write', attributes, async (annotate) => {
       this.throwIfLost();
@@ -187,21 +187,42 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
   abstract [Symbol.asyncDispose](): Promise<void>;
 }
 
-function toRequests(ops: unknown): IRequestOp[] {
+function toRequests(ops: unknown, reserved: readonly string[]): IRequestOp[] {
   if (!Array.isArray(ops) || ops.length === 0) {
     throw invalid('ops', 'a non-empty array of fenced operations', ops);
   }
+  const seen = new Set<string>();
   return ops.map((op: unknown, i) => {
     const o = (op ?? {}) as Partial<{ type: unknown; key: unknown; value: unknown }>;
     if (typeof o.key !== 'string' || o.key === '') {
       throw invalid(`ops[${i}].key`, 'a non-empty string', o.key);
     }
-    const key = Buffer.from(o.key);
-    if (o.type === 'delete') return { request_delete_range: { key } };
+    const key = o.key;
+    // A queue is `<prefix><name>/`: a key inside one, written without a lease, would sit in that
+    // queue for good (keys directly under a prefix, without a further '/', are in none).
+    const prefix = reserved.find((p) => key.startsWith(p) && key.includes('/', p.length));
+    if (prefix !== undefined) {
+      const queue = key.slice(0, key.indexOf('/', prefix.length) + 1);
+      throw invalid(
+        `ops[${i}].key`,
+        `a key outside the lock and election queues (it is inside the queue ${JSON.stringify(queue)}, where a key without a lease would block that lock or election for good); keep your data elsewhere, and end a hold with release() or resign()`,
+        o.key,
+      );
+    }
+    if (seen.has(key)) {
+      throw invalid(
+        `ops[${i}].key`,
+        'a key no other op of the write names (etcd refuses a txn that names a key twice)',
+        o.key,
+      );
+    }
+    seen.add(key);
+    const bytes = Buffer.from(key);
+    if (o.type === 'delete') return { request_delete_range: { key: bytes } };
     if (o.type !== 'put') throw invalid(`ops[${i}].type`, '"put" or "delete"', o.type);
     if (typeof o.value !== 'string' && !(o.value instanceof Uint8Array)) {
       throw invalid(`ops[${i}].value`, 'a string or Uint8Array', o.value);
     }
-    return { request_put: { key, value: Buffer.from(o.value) } };
+    return { request_put: { key: bytes, value: Buffer.from(o.value) } };
   });
 }

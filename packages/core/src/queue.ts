@@ -58,6 +58,11 @@ export class Queue {
     readonly noun: string,
     /** This client's live session with this lease id (decimal), if any. */
     private readonly sessionOf: (leaseId: string) => Session | undefined = () => undefined,
+    /**
+     * The prefixes of every queue of the client (locks and elections): a user's fenced write
+     * under one would put a key without a lease into some queue, blocking it for good.
+     */
+    readonly reserved: readonly string[] = [],
   ) {}
 
   /** The queue of `segment` (an encoded name). */
@@ -268,6 +273,11 @@ export class Entry {
       this.#lose('overwritten');
     }
     this.#maybeFirst();
+  }
+
+  /** Key prefixes a fenced write must stay out of (see {@link Queue.reserved}). */
+  get reserved(): readonly string[] {
+    return this.queue.reserved;
   }
 
   /** Whether this entry is first in its queue (holds). */

@@ -86,3 +86,41 @@ export function checkWrite(write: unknown): { resource: string; token: bigint; v
   }
   return { ...fence, value };
 }
+
+/** Refuses an argument that is not an object: `shape` says what is allowed. */
+export function checkObject(name: string, value: unknown, shape: string): void {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return;
+  throw new InvalidArgumentError(
+    `invalid ${name} ${value === null ? 'null' : `of type ${Array.isArray(value) ? 'array' : typeof value}`}: allowed: an object ${shape}`,
+  );
+}
+
+/** Refuses a callback that is not a function, before anything is sent. */
+export function checkFunction(name: string, value: unknown): void {
+  if (typeof value === 'function') return;
+  throw new InvalidArgumentError(
+    `invalid ${name} of type ${value === null ? 'null' : typeof value}: allowed: a function`,
+  );
+}
+
+/** Validates the options of the SQL stores (`postgresStore`, `sqliteStore`). */
+export function checkSqlStoreOptions(options: unknown): SqlStoreOptions {
+  checkObject('options', options, '{ valueTable?, via?, fenceTable? }');
+  const { via, valueTable, fenceTable } = options as SqlStoreOptions;
+  if (via !== undefined && via !== 'row' && via !== 'fence-table') {
+    throw new InvalidArgumentError(
+      `invalid options.via ${JSON.stringify(via) ?? String(via)}: allowed: 'row' or 'fence-table'`,
+    );
+  }
+  for (const [name, table] of [
+    ['valueTable', valueTable],
+    ['fenceTable', fenceTable],
+  ] as const) {
+    if (table !== undefined && typeof table !== 'string') {
+      throw new InvalidArgumentError(
+        `invalid options.${name} of type ${typeof table}: allowed: a table name (a string)`,
+      );
+    }
+  }
+  return options as SqlStoreOptions;
+}

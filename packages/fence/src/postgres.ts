@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
   checkFence,
+  checkFunction,
+  checkSqlStoreOptions,
   checkWrite,
   checkResource,
   type Fence,
@@ -127,6 +129,7 @@ export async function withFence<T>(
   statements: (tx: ClientBase) => Promise<T>,
 ): Promise<T> {
   const { resource, token } = checkFence(options);
+  checkFunction('statements', statements);
   const table = options.table ?? postgresDefaults.fenceTable;
   const claim = sql.fenceClaimSQL(table).claim;
   const client = isPool(db) ? await db.connect() : db;
@@ -336,6 +339,7 @@ export function postgresStoreDDL(options: PostgresStoreOptions = {}): string[] {
  * module, and a worked example of both helpers.
  */
 export function postgresStore(db: PgQueryable, options: PostgresStoreOptions = {}): FencedStore {
+  checkSqlStoreOptions(options);
   const valueTable = options.valueTable ?? postgresDefaults.valueTable;
   const fenceTable = options.fenceTable ?? postgresDefaults.fenceTable;
   const values = sql.valueTableSQL('postgres', valueTable);

@@ -1,5 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
-import { checkResource, checkWrite, type FencedStore } from './contract.js';
+import { checkObject, checkResource, checkWrite, type FencedStore } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -82,6 +82,7 @@ export interface FencedExec {
  * @throws StaleTokenError when the fence key holds a higher token; nothing was changed.
  */
 export async function fencedExec(redis: RedisScripting, exec: FencedExec): Promise<unknown[]> {
+  checkObject('exec', exec, '{ fenceKey, token, commands, resource? }');
   const fenceKey = checkResource(exec.fenceKey);
   return run(redis, fenceKey, parseToken(exec.token), exec.commands, exec.resource ?? fenceKey);
 }
@@ -91,6 +92,7 @@ export async function fencedSet(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; key: string; value: RedisArg },
 ): Promise<void> {
+  checkObject('write', write, '{ fenceKey, token, key, value }');
   const fenceKey = checkResource(write.fenceKey);
   await run(redis, fenceKey, parseToken(write.token), [['SET', write.key, write.value]], fenceKey);
 }
@@ -100,6 +102,8 @@ export async function fencedHset(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; key: string; fields: Record<string, RedisArg> },
 ): Promise<void> {
+  checkObject('write', write, '{ fenceKey, token, key, fields }');
+  checkObject('write.fields', write.fields, '{ field: value, ... }');
   const pairs = Object.entries(write.fields).flat();
   if (pairs.length === 0) {
     throw new InvalidArgumentError(`invalid fields {} for HSET ${write.key}: allowed: one or more`);
@@ -113,6 +117,7 @@ export async function fencedDel(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; keys: readonly [string, ...string[]] },
 ): Promise<void> {
+  checkObject('write', write, '{ fenceKey, token, keys }');
   const fenceKey = checkResource(write.fenceKey);
   await run(redis, fenceKey, parseToken(write.token), [['DEL', ...write.keys]], fenceKey);
 }
@@ -217,7 +222,13 @@ export function redisStore(
   redis: RedisScripting & Pick<Redis, 'hmget' | 'get'>,
   options: RedisStoreOptions = {},
 ): FencedStore {
+  checkObject('options', options, '{ prefix? }');
   const prefix = options.prefix ?? redisDefaults.prefix;
+  if (typeof prefix !== 'string') {
+    throw new InvalidArgumentError(
+      `invalid options.prefix of type ${typeof prefix}: allowed: a string`,
+    );
+  }
   const keys = (resource: string) => {
     const base = `${prefix}{${checkResource(resource)}}`;
     return { value: `${base}:value`, fence: `${base}:fence` };

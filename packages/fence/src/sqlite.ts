@@ -1,6 +1,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import {
   checkFence,
+  checkFunction,
+  checkSqlStoreOptions,
   checkWrite,
   checkResource,
   type Fence,
@@ -136,6 +138,7 @@ export function withFence<T>(
   statements: (db: SqliteDatabase) => T,
 ): T {
   const { resource, token } = checkFence(options);
+  checkFunction('statements', statements);
   const table = options.table ?? sqliteDefaults.fenceTable;
   const fences = sql.fenceTableSQL('sqlite', table);
   checkTokenColumn(db, table, 'token');
@@ -174,6 +177,7 @@ export function sqliteStoreDDL(options: SqliteStoreOptions = {}): string[] {
 
 /** A {@link FencedStore} of one text value per resource over both helpers. */
 export function sqliteStore(db: SqliteDatabase, options: SqliteStoreOptions = {}): FencedStore {
+  checkSqlStoreOptions(options);
   const valueTable = options.valueTable ?? sqliteDefaults.valueTable;
   const fenceTable = options.fenceTable ?? sqliteDefaults.fenceTable;
   const values = sql.valueTableSQL('sqlite', valueTable);
