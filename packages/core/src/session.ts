@@ -284,6 +284,16 @@ export class Session implements AsyncDisposable {
     return this.signal.aborted;
   }
 
+  /**
+   * The local deadline itself, on the client's monotonic clock (`performance.now()` unless a
+   * clock was injected): the send time of the last answered keepalive plus the granted TTL,
+   * minus the safety margin. Unlike `remainingMs()` it keeps its value once the session is lost,
+   * so a process can record when its loss became due; reading it checks nothing.
+   */
+  get deadlineAtMs(): number {
+    return this.#expiresAt;
+  }
+
   /** Milliseconds until the local deadline; 0 once lost. */
   remainingMs(): number {
     return this.isLost ? 0 : this.#expiresAt - this.clock.now();
