@@ -1,7 +1,8 @@
 import { connect, type Leasehold } from '@leasehold/core';
 import { describeFenceConformance } from '@leasehold/fence/conformance';
 import { etcdStore, fencedTxn, padToken } from '@leasehold/fence/etcd';
-import { isStaleTokenError } from '@leasehold/fence';
+import { isInvalidArgumentError, isStaleTokenError } from '@leasehold/fence';
+import { isInvalidArgumentError as isCoreInvalidArgumentError } from '@leasehold/core';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedEndpoints, uniquePrefix } from '../setup/etcd.js';
@@ -34,6 +35,34 @@ describe('etcd fence with a real lock', () => {
   afterAll(async () => {
     await client.close();
     admin.close();
+  });
+
+  it('refuses a put inside a lock or election queue (a lease-less key there would wedge it) and the fence key itself, writing nothing', async () => {
+    const holder = await client.acquire('wedge-guard');
+    const other = await connect({ endpoints, lockPrefix: `${prefix}lock/` });
+    try {
+      for (const key of [
+        `${prefix}lock/victim/0`,
+        `${client.electionPrefix}vote/0`,
+        `${prefix}token/guarded`,
+      ]) {
+        const err = await fencedTxn(client, {
+          prefix,
+          resource: 'guarded',
+          token: holder.token,
+          ops: [{ type: 'put', key, value: 'x' }],
+        }).catch((e: unknown) => e);
+        expect(isInvalidArgumentError(err), `${key}: ${String(err)}`).toBe(true);
+        expect(isCoreInvalidArgumentError(err)).toBe(true);
+        expect((err as Error).message).toContain(JSON.stringify(key));
+        expect(await admin.get(key).string()).toBeNull();
+      }
+      // The queue is free: another client takes the lock at once.
+      await (await other.tryAcquire('victim')).release();
+    } finally {
+      await other.close();
+      await holder.release();
+    }
   });
 
   it('accepts writes under two lock names in token order and refuses the older holder', async () => {

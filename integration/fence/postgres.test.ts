@@ -163,6 +163,64 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
     expect(isStaleTokenError(err)).toBe(true);
     expect((err as StaleTokenError).highestToken).toBe(10n);
   });
+  it('withFence: a writer frozen inside its transaction blocks the next holder at most idleInTransactionTimeoutMs, and its own late statement fails', async () => {
+    const fences = uniqueName('fence');
+    tables.push(fences);
+    await admin.query(fenceTableDDL({ table: fences }));
+    const pool = newPool();
+    pool.on('error', () => undefined); // the frozen writer's connection is ended by the server
+    const idleMs = 1_000;
+    let wake!: () => void;
+    const frozen = new Promise<void>((resolve) => (wake = resolve));
+    let inside!: () => void;
+    const entered = new Promise<void>((resolve) => (inside = resolve));
+    // The old holder stops sending between its statements, as a SIGSTOPped process would.
+    const old = withFence(
+      pool,
+      { resource: 'printer', token: 5n, table: fences, idleInTransactionTimeoutMs: idleMs },
+      async (tx) => {
+        await tx.query('SELECT 1');
+        inside();
+        await frozen;
+        await tx.query('SELECT 2');
+        return 'late statement ran';
+      },
+    ).catch((e: unknown) => e);
+    await entered;
+    const started = performance.now();
+    const next = await withFence(
+      pool,
+      { resource: 'printer', token: 6n, table: fences },
+      async () => 'next holder wrote',
+    );
+    const waitedMs = performance.now() - started;
+    expect(next).toBe('next holder wrote');
+    // PostgreSQL checks the idle bound on its own timer: the wait is the bound, not a freeze.
+    expect(waitedMs).toBeLessThan(idleMs + 5_000);
+    wake();
+    const outcome = await old;
+    expect(outcome).toBeInstanceOf(Error);
+    expect(isStaleTokenError(outcome)).toBe(false);
+    const { rows } = await admin.query<{ token: string }>(
+      `SELECT token::text FROM "${fences}" WHERE resource = 'printer'`,
+    );
+    expect(rows).toEqual([{ token: '6' }]);
+  });
+
+  it('withFence refuses an idleInTransactionTimeoutMs that PostgreSQL cannot take, before anything is sent', async () => {
+    for (const bad of [-1, 1.5, 2 ** 31, Number.NaN, '1000']) {
+      const err = await withFence(
+        admin,
+        { resource: 'r', token: 1n, idleInTransactionTimeoutMs: bad as number },
+        async () => undefined,
+      ).catch((e: unknown) => e);
+      expect(isInvalidArgumentError(err)).toBe(true);
+      expect((err as Error).message).toMatch(
+        /idleInTransactionTimeoutMs .*allowed: an integer from 0/,
+      );
+    }
+  });
+
   it('upsertFencedRow refuses a text fence column, naming the table, the column and the type', async () => {
     const table = uniqueName('text_fence');
     tables.push(table);
@@ -381,11 +439,12 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
       tx.query(update.text, update.values),
     );
     await fencedQuery(pool, { resource: 'c', token: 2n, table: fences }, update);
-    expect(await prepared()).toBe(2);
+    // withFence's idle bound and claim, fencedQuery's advance.
+    expect(await prepared()).toBe(3);
     await withFence(pool, { resource: 'c', token: 3n, table: fences }, (tx) =>
       tx.query(update.text, update.values),
     );
-    expect(await prepared()).toBe(2);
+    expect(await prepared()).toBe(3);
     // Gone behind the package's back: the next calls prepare them again and succeed.
     await pool.query('DEALLOCATE ALL');
     await withFence(pool, { resource: 'c', token: 4n, table: fences }, (tx) =>

@@ -21,7 +21,7 @@ import type {
 import type { Clock } from './clock.js';
 import { ClientClosedError, EtcdUnavailableError } from './errors.js';
 import { prefixEnd, type Etcd } from './etcd.js';
-import { rangeOf, type Watch, type WatchEvent, type WatchListener } from './watch.js';
+import { byRevisionAndRange, type Watch, type WatchEvent, type WatchListener } from './watch.js';
 
 export interface FakeClock extends Clock {
   /** Moves time forward, firing due timers in order. */
@@ -232,6 +232,16 @@ export class FakeKv {
     if (!kv) throw new Error(`FakeKv: no key ${key} to delete`);
     this.revision++;
     return this.#delete(kv.key, this.revision);
+  }
+
+  /** Deletes every key given in one revision (`etcdctl del --prefix`), in key order. */
+  deleteAll(...keys: string[]): WatchEvent[] {
+    this.revision++;
+    return [...keys].sort().map((key) => {
+      const kv = this.#data.get(key);
+      if (!kv) throw new Error(`FakeKv: no key ${key} to delete`);
+      return this.#delete(kv.key, this.revision);
+    });
   }
 
   /**
@@ -500,14 +510,20 @@ export function fakeWatch(prefix: string) {
   const subs: FakeSubscription[] = [];
   const replay: WatchEvent[] = [];
   const live = () => subs.filter((s) => !s.disposed);
-  const matches = (s: FakeSubscription, e: WatchEvent) =>
-    e.revision >= s.from && rangeOf(e.kv.key.toString()) === s.range;
+  // As the real watch does: one call per revision and range.
+  const deliver = (events: WatchEvent[], to: FakeSubscription[]) =>
+    byRevisionAndRange(events, (range, batch, revision) => {
+      for (const s of to) {
+        if (!s.disposed && revision >= s.from && range === s.range)
+          s.listener.events(batch, revision);
+      }
+    });
   const watch = {
     prefix,
     subscribe(range: string, from: bigint, listener: WatchListener): Disposable {
       const sub: FakeSubscription = { range, from, listener, disposed: false };
       subs.push(sub);
-      for (const e of replay) if (matches(sub, e)) listener.event(e);
+      deliver(replay, [sub]);
       return { [Symbol.dispose]: () => void (sub.disposed = true) };
     },
   };
@@ -517,7 +533,7 @@ export function fakeWatch(prefix: string) {
     replay,
     live,
     emit(...events: WatchEvent[]): void {
-      for (const e of events) for (const s of live()) if (matches(s, e)) s.listener.event(e);
+      deliver(events, live());
     },
     unsure(): void {
       for (const s of live()) s.listener.unsure();

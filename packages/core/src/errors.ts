@@ -4,10 +4,15 @@
  *
  * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
  * `Symbol.for`, so they keep working when two copies of the package are installed. The brand is
- * core's own; errors of `@leasehold/fence` carry a different one, so no guard answers for the
- * other package's errors.
+ * core's own, except for bad input: every package's `InvalidArgumentError` carries one shared
+ * brand, so `isInvalidArgumentError` answers for all of them.
  */
 const BRAND = Symbol.for('leasehold.core.error');
+/**
+ * The brand every leasehold package's `InvalidArgumentError` carries (core's, fence's, cron's),
+ * so one guard, `isInvalidArgumentError`, answers for bad input to any of them.
+ */
+const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
 
 export type LeaseholdErrorCode =
   | 'INVALID_ARGUMENT'
@@ -50,8 +55,17 @@ function plain(code: LeaseholdErrorCode) {
   };
 }
 
-/** Bad input: the message names the value and what is allowed. Thrown where the call is made. */
-export class InvalidArgumentError extends plain('INVALID_ARGUMENT') {}
+/**
+ * Bad input: the message names the value and what is allowed. Thrown where the call is made.
+ * `isInvalidArgumentError` also answers for the bad-input errors of `@leasehold/fence` and
+ * `@leasehold/cron`.
+ */
+export class InvalidArgumentError extends plain('INVALID_ARGUMENT') {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    Object.defineProperty(this, INVALID_ARGUMENT_BRAND, { value: true });
+  }
+}
 
 /** No endpoint answered within `dialTimeoutMs`; `endpoints` lists what was tried. */
 export class ConnectError extends LeaseholdError {
@@ -318,7 +332,9 @@ function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
 }
 
 export const isLeaseholdError = guard<LeaseholdError>();
-export const isInvalidArgumentError = guard<InvalidArgumentError>('INVALID_ARGUMENT');
+/** Bad input to any leasehold package (core, fence, cron): see {@link InvalidArgumentError}. */
+export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
+  typeof err === 'object' && err !== null && INVALID_ARGUMENT_BRAND in err;
 export const isConnectError = guard<ConnectError>('CONNECT_FAILED', 'TLS_FAILED');
 export const isTlsError = guard<TlsError>('TLS_FAILED');
 export const isAuthError = guard<AuthError>('AUTH_FAILED');

@@ -247,7 +247,13 @@ export class Etcd {
         ;
         delay = Math.min(delay * 2, tunables.retryMaxMs)
       ) {
-        const timeoutMs = Math.max(1, giveUpAt - options.clock.now());
+        // One attempt per member at a time (a frozen member must not take the whole dial time);
+        // the attempt made at the dial deadline still gets a short deadline of its own, so the
+        // last word is an answer (or a refusal) rather than a timer.
+        const timeoutMs = Math.max(
+          tunables.retryMinMs,
+          Math.min(options.attemptTimeoutMs, giveUpAt - options.clock.now()),
+        );
         const started = probe(timeoutMs);
         try {
           const res = signal ? await raceSignal(started, signal) : await started;
@@ -260,12 +266,14 @@ export class Etcd {
           const error = etcd.#wrap('connect', err, timeoutMs, undefined, probeKeys);
           if (error.code !== 'ETCD_UNAVAILABLE') throw error; // refused: retrying will not help
           tls = tlsFailureOf(err) ?? tls;
-          if (options.clock.now() + delay >= giveUpAt) {
+          if (options.clock.now() >= giveUpAt) {
             // A TLS failure is reported as such even if the last attempt only timed out.
             throw await connectFailure(options, error.message, err, tls);
           }
         }
-        await sleep(options.clock, delay, signal);
+        // Never give up early: a back-off that would pass the deadline is cut short, and one
+        // more attempt is made at the deadline itself.
+        await sleep(options.clock, Math.min(delay, giveUpAt - options.clock.now()), signal);
       }
     } catch (err) {
       etcd.close();

@@ -5,7 +5,7 @@
 import type { IKeyValue, IRequestOp } from 'etcd3';
 import type { LockLostReason } from './errors.js';
 import { LossLatch } from './latch.js';
-import { invalid } from './options.js';
+import { fencedRequests } from './fenced-ops.js';
 import type { Entry } from './queue.js';
 import type { Session } from './session.js';
 import { assertTimeLeft } from './stall.js';
@@ -26,8 +26,14 @@ export interface LockGuard {
 
 /** Who is first in a lock's or an election's queue. */
 export interface Holder {
-  /** The holder's value: a lock's holder value, a leader's proclaimed value. */
+  /**
+   * The holder's value: a lock's holder value, a leader's proclaimed value, decoded as UTF-8.
+   * A value written by another tool that is not valid UTF-8 (Go or `etcdctl` may write any
+   * bytes) decodes with U+FFFD in place of each bad sequence; `valueBytes` has it exactly.
+   */
   value: string;
+  /** The value's bytes exactly as etcd holds them. */
+  valueBytes: Uint8Array;
   /** The fencing token: the key's create revision. */
   token: bigint;
   /** The etcd key, `<prefix><name>/<lease id hex>`. */
@@ -40,6 +46,7 @@ export interface Holder {
 export const toHolder = (kv: IKeyValue | undefined): Holder | undefined =>
   kv && {
     value: kv.value.toString(),
+    valueBytes: kv.value,
     token: BigInt(kv.create_revision),
     key: kv.key.toString(),
     leaseId: BigInt(kv.lease),
@@ -137,7 +144,7 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * error once its owner ended it. Not retried: a write that timed out may have landed.
    */
   async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
-    const requests = toRequests(ops, this.#entry.reserved);
+    const requests = fencedRequests(ops, this.#entry.reserved);
     const attributes = { ...this.#attributes(), 'leasehold.ops': requests.length };
     return this.session.telemetry.span('leasehold.fenced_write', attributes, async (annotate) => {
       this.throwIfLost();
@@ -185,44 +192,4 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
   }
 
   abstract [Symbol.asyncDispose](): Promise<void>;
-}
-
-function toRequests(ops: unknown, reserved: readonly string[]): IRequestOp[] {
-  if (!Array.isArray(ops) || ops.length === 0) {
-    throw invalid('ops', 'a non-empty array of fenced operations', ops);
-  }
-  const seen = new Set<string>();
-  return ops.map((op: unknown, i) => {
-    const o = (op ?? {}) as Partial<{ type: unknown; key: unknown; value: unknown }>;
-    if (typeof o.key !== 'string' || o.key === '') {
-      throw invalid(`ops[${i}].key`, 'a non-empty string', o.key);
-    }
-    const key = o.key;
-    // A queue is `<prefix><name>/`: a key inside one, written without a lease, would sit in that
-    // queue for good (keys directly under a prefix, without a further '/', are in none).
-    const prefix = reserved.find((p) => key.startsWith(p) && key.includes('/', p.length));
-    if (prefix !== undefined) {
-      const queue = key.slice(0, key.indexOf('/', prefix.length) + 1);
-      throw invalid(
-        `ops[${i}].key`,
-        `a key outside the lock and election queues (it is inside the queue ${JSON.stringify(queue)}, where a key without a lease would block that lock or election for good); keep your data elsewhere, and end a hold with release() or resign()`,
-        o.key,
-      );
-    }
-    if (seen.has(key)) {
-      throw invalid(
-        `ops[${i}].key`,
-        'a key no other op of the write names (etcd refuses a txn that names a key twice)',
-        o.key,
-      );
-    }
-    seen.add(key);
-    const bytes = Buffer.from(key);
-    if (o.type === 'delete') return { request_delete_range: { key: bytes } };
-    if (o.type !== 'put') throw invalid(`ops[${i}].type`, '"put" or "delete"', o.type);
-    if (typeof o.value !== 'string' && !(o.value instanceof Uint8Array)) {
-      throw invalid(`ops[${i}].value`, 'a string or Uint8Array', o.value);
-    }
-    return { request_put: { key: bytes, value: Buffer.from(o.value) } };
-  });
 }

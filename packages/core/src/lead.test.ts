@@ -40,6 +40,22 @@ describe('lead', () => {
     expect(store.has(KEY)).toBe(false); // resigned
   });
 
+  it('a shutdown between the election and the start of the work: the work never runs, lead() resigns and resolves', async () => {
+    const { maker, store } = await setup();
+    const stop = new AbortController();
+    const work = vi.fn();
+    const running = track(
+      lead(maker, 'e', 'me', work, {
+        signal: stop.signal,
+        onElected: () => stop.abort(new Error('shutting down')),
+      }),
+    );
+    await flush();
+    expect(work).not.toHaveBeenCalled();
+    expect(running).toEqual({ settled: true, value: undefined });
+    expect(store.has(KEY)).toBe(false); // resigned
+  });
+
   it('with recampaign false, rejects with the loss', async () => {
     const { maker, store, watch } = await setup();
     const running = track(

@@ -176,6 +176,9 @@ async function term(
   shutdown?.addEventListener('abort', onShutdown, { once: true });
   if (leadership.signal.aborted) onLost();
   else if (shutdown?.aborted) onShutdown();
+  // The term ended before its work could start (a shutdown or a loss right after the
+  // election): the work is never handed a signal that is already aborted.
+  if (stop.signal.aborted) return stopped(leadership, shutdown);
   const context = { token: leadership.token, signal: stop.signal, leadership };
   const running = (async () => work(context))().then(
     () => ({ threw: false, error: undefined }),
@@ -203,15 +206,20 @@ async function term(
         await raceSignal(running, until).catch(() => undefined);
       }
     }
-    const lost = leadership.signal.reason as LeaseholdError;
-    if (shutdown?.aborted || !leadership.signal.aborted || isResigned(lost)) {
-      return { kind: 'shutdown' };
-    }
-    return { kind: 'lost', error: lost };
+    return stopped(leadership, shutdown);
   } finally {
     leadership.signal.removeEventListener('abort', onLost);
     shutdown?.removeEventListener('abort', onShutdown);
   }
+}
+
+/** How a term that was told to stop ended: shut down (or resigned), or lost. */
+function stopped(leadership: Leadership, shutdown: AbortSignal | undefined): TermEnd {
+  const lost = leadership.signal.reason as LeaseholdError;
+  if (shutdown?.aborted || !leadership.signal.aborted || isResigned(lost)) {
+    return { kind: 'shutdown' };
+  }
+  return { kind: 'lost', error: lost };
 }
 
 /** Throws `ClientClosedError` once the client is closing, `ClusterChangedError` after a change. */

@@ -142,14 +142,15 @@ async function tryAcquireNow(
     joined(entry);
     return Lock.held(entry, name);
   }
-  const holder = entry.holder!;
   await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
-  const by = [
-    holder.key.toString(),
-    BigInt(holder.create_revision),
-    holder.value.toString(),
-  ] as const;
-  throw new LockTakenError(name, ...by);
+  // The join names the holder with its value, unless a nested queue's key hid it from the read.
+  const holder = entry.holder ?? (await raceSignal(maker.locks.first(segment), signal));
+  throw new LockTakenError(
+    name,
+    holder?.key.toString() ?? key,
+    BigInt(holder?.create_revision ?? 0),
+    holder?.value.toString() ?? '',
+  );
 }
 
 function holderValue(options: AcquireOptions): Buffer {

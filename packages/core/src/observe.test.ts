@@ -100,6 +100,100 @@ describe('observe', () => {
   });
 });
 
+describe('observe: one revision, one state; reads heal it', () => {
+  it('a txn that deletes several candidates is one change: the next leader is the one left, and no deleted candidate is reported in between', async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    watch.emit(store.put('E/e/b', { lease: 2, value: 'b' }));
+    watch.emit(store.put('E/e/c', { lease: 3, value: 'c' }));
+    expect(await take()).toEqual([['a', 2n]]);
+    watch.emit(...store.deleteAll('E/e/a', 'E/e/b'));
+    expect(await take()).toEqual([['c', 5n]]);
+    watch.emit(...store.deleteAll('E/e/c'));
+    expect(await take()).toEqual([[undefined, 6n]]);
+  });
+
+  it('a whole election deleted in one txn reports "no leader", not the second candidate', async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    watch.emit(store.put('E/e/b', { lease: 2, value: 'b' }));
+    await take();
+    watch.emit(...store.deleteAll('E/e/a', 'E/e/b'));
+    expect(await take()).toEqual([[undefined, 4n]]);
+  });
+
+  it("a view that went wrong (events it never got) is healed by the watch's periodic read", async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    watch.emit(store.put('E/e/b', { lease: 2, value: 'b' }));
+    expect(await take()).toEqual([['a', 2n]]);
+    store.delete('E/e/a'); // never delivered
+    watch.read(store);
+    expect(await take()).toEqual([['b', 4n]]);
+    watch.read(store); // agrees now: nothing more
+    expect(await take()).toEqual([]);
+  });
+
+  it('a read older than its view is not judged', async () => {
+    const { take, store, watch, observer } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    await take();
+    const sub = watch.live()[0]!;
+    sub.listener.read([], 1n); // from before a joined
+    expect(await take()).toEqual([]);
+    await observer.return();
+  });
+
+  it('keys of a queue nested below the election are not its candidates', async () => {
+    const { take, store, watch } = setup();
+    store.put('E/e/x/9', { lease: 9, value: 'nested' }); // another election's, made first
+    watch.unsure();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    expect(await take()).toEqual([['a', 3n]]);
+    watch.read(store); // the read agrees: the nested key is not a candidate
+    expect(await take()).toEqual([]);
+  });
+});
+
+describe('observe: the iterator contract', () => {
+  it('concurrent next() calls are served in call order, and every pending one settles when it ends', async () => {
+    const clock = fakeClock();
+    const fake = fakeEtcd();
+    const watch = fakeWatch('E/');
+    const queue = new Queue(fake.etcd, watch.watch, clock, () => {}, 'election');
+    const closed = new AbortController();
+    const observer = Observer.start(queue, 'e', {}, closed.signal);
+    const [first, second, third] = [observer.next(), observer.next(), observer.next()];
+    await flush();
+    watch.emit(fake.store.put('E/e/a', { lease: 1, value: 'a' }));
+    expect((await first).value?.leader).toBeUndefined();
+    expect((await second).value?.leader?.value).toBe('a');
+    const fourth = observer.next();
+    closed.abort();
+    expect(await third).toEqual({ value: undefined, done: true });
+    expect(await fourth).toEqual({ value: undefined, done: true });
+  });
+
+  it('pending next() calls reject with the error the observer ends with', async () => {
+    const clock = fakeClock();
+    const fake = fakeEtcd();
+    const watch = fakeWatch('E/');
+    const queue = new Queue(fake.etcd, watch.watch, clock, () => {}, 'election');
+    const observer = Observer.start(queue, 'e', {}, new AbortController().signal);
+    await observer.next();
+    const [a, b] = [observer.next(), observer.next()];
+    const err = new ClusterChangedError(0n, 'revision went back (fake)');
+    fake.change(err);
+    await expect(a).rejects.toBe(err);
+    await expect(b).rejects.toBe(err);
+  });
+});
+
 describe('observe and the cluster', () => {
   it('throws ClusterChangedError from the loop when the client meets another cluster', async () => {
     const { take, observer, change } = setup();

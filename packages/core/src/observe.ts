@@ -2,16 +2,19 @@
  * Following an election: who leads, as a stream of states in revision order. It includes "no
  * leader" (Go's `Observe` never reports it) and every value a leader proclaims.
  *
- * The observer keeps its own copy of the election's candidates, from one read and then the
- * watch's ordered, gap-free events. Whenever the watch may have missed events (reconnect,
- * compaction, a subscription it cannot replay), the observer reads the candidates again and
- * carries on from that read, reporting a state only if it differs from the last one reported.
+ * The observer keeps its own copy of the election's candidates (the direct children of its
+ * queue's prefix, as every queue read agrees), from one read and then the watch's ordered,
+ * gap-free events, applied a revision at a time: a txn that deletes several candidates is one
+ * change, so no candidate that never led is reported in between. Whenever the watch may have
+ * missed events (reconnect, compaction, a subscription it cannot replay), and whenever the
+ * watch's periodic read of the prefix disagrees with it about the leader, the observer reads the
+ * candidates again and carries on from that read, reporting a state only if it differs from the
+ * last one reported.
  */
 import type { IKeyValue } from 'etcd3';
 import { anySignal, sleep, type Clock } from './clock.js';
 import { isClientClosedError, isClusterChangedError } from './errors.js';
 import { toHolder, type Holder } from './hold.js';
-import { prefixEnd } from './etcd.js';
 import { tunables, validateSignal } from './options.js';
 import type { Queue } from './queue.js';
 import type { WatchEvent } from './watch.js';
@@ -29,29 +32,53 @@ export interface ObserveOptions {
 }
 
 const same = (a: Holder | undefined, b: Holder | undefined) =>
-  a?.key === b?.key && a?.token === b?.token && a?.value === b?.value;
+  a?.key === b?.key &&
+  a?.token === b?.token &&
+  (a === undefined || b === undefined || Buffer.from(a.valueBytes).equals(b.valueBytes));
+
+const createdAt = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+
+/** The first-created of `kvs`, if any. */
+function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
+  let first: IKeyValue | undefined;
+  for (const kv of kvs) if (!first || createdAt(kv) < createdAt(first)) first = kv;
+  return first;
+}
+
+/**
+ * What the observer is doing: reading the candidates (events that arrive meanwhile wait for the
+ * read; `again` when the watch said unsure while the read was out, so it may predate a gap),
+ * following the watch from its view, or ended.
+ */
+type Phase =
+  | { kind: 'reading'; pending: WatchEvent[][]; again: boolean }
+  | { kind: 'following' }
+  | { kind: 'ended'; error: unknown };
+
+/** A `next()` waiting for a state. */
+interface Waiter {
+  resolve(result: IteratorResult<LeaderState>): void;
+  reject(error: unknown): void;
+}
 
 export class Observer implements AsyncIterableIterator<LeaderState> {
   /** Candidates by key: the current view of the election. */
   readonly #candidates = new Map<string, IKeyValue>();
   /** States not yet taken by the consumer: none is dropped. */
   readonly #states: LeaderState[] = [];
-  #wake = () => {};
-  #error: unknown;
-  #ended = false;
+  /** Concurrent `next()` calls, served in call order. */
+  readonly #waiters: Waiter[] = [];
+  #phase: Phase = { kind: 'reading', pending: [], again: false };
   #last: Holder | undefined;
   /** Events below this revision are reflected in `#candidates`. */
   #from = 0n;
-  /** Events that arrived while a read was pending: applied after it. */
-  #pending: WatchEvent[] | undefined = [];
-  #readAgain = false;
   #reported = false;
   #stop = () => {};
 
   private constructor(
     private readonly queue: Queue,
     private readonly clock: Clock,
-    private readonly range: string,
+    private readonly segment: string,
     private readonly signal: AbortSignal,
   ) {}
 
@@ -65,7 +92,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     closed: AbortSignal,
   ): Observer {
     const signal = anySignal(validateSignal(options.signal), closed);
-    const observer = new Observer(queue, queue.clock, queue.range(segment), signal);
+    const observer = new Observer(queue, queue.clock, segment, signal);
     const onAbort = () => observer.#end();
     signal.addEventListener('abort', onAbort, { once: true });
     const release = queue.clock.hold(); // an observer is work the process waits on
@@ -77,7 +104,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
       signal.removeEventListener('abort', onAbort);
     };
     if (signal.aborted) observer.#end();
-    else void observer.#reread(true);
+    else void observer.#read(true);
     return observer;
   }
 
@@ -85,14 +112,16 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<LeaderState>> {
-    for (;;) {
-      const state = this.#states.shift();
-      if (state) return { value: state, done: false };
-      if (this.#error !== undefined) throw this.#error as Error;
-      if (this.#ended) return { value: undefined, done: true };
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+  next(): Promise<IteratorResult<LeaderState>> {
+    const state = this.#states.shift();
+    if (state) return Promise.resolve({ value: state, done: false });
+    if (this.#phase.kind === 'ended') {
+      const { error } = this.#phase;
+      return error === undefined
+        ? Promise.resolve({ value: undefined, done: true })
+        : Promise.reject(error as Error);
     }
+    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
   }
 
   return(): Promise<IteratorResult<LeaderState>> {
@@ -102,30 +131,27 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
   }
 
   #end(error?: unknown): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.#error = error;
+    if (this.#phase.kind === 'ended') return;
+    this.#phase = { kind: 'ended', error };
     this.#stop();
-    this.#wake();
+    // States already reported go first; every call still waiting then settles.
+    for (const waiter of this.#waiters.splice(0)) {
+      const state = this.#states.shift();
+      if (state) waiter.resolve({ value: state, done: false });
+      else if (error === undefined) waiter.resolve({ value: undefined, done: true });
+      else waiter.reject(error);
+    }
   }
 
   /**
    * Reads the candidates (with values) and takes that as the truth from its revision on. The
-   * first read also subscribes; later ones follow an `unsure` from the watch. Retried with
-   * backoff until it succeeds or the observer ends.
+   * first read also subscribes. Retried with backoff until it succeeds or the observer ends.
    */
-  async #reread(first = false): Promise<void> {
-    for (let delay: number = tunables.retryMinMs; !this.#ended;) {
-      let kvs: IKeyValue[];
-      let readAt: bigint;
+  async #read(first = false): Promise<void> {
+    for (let delay: number = tunables.retryMinMs; this.#phase.kind === 'reading';) {
+      let read: { kvs: IKeyValue[]; readAt: bigint };
       try {
-        const res = await this.queue.etcd.range('election observe', {
-          key: Buffer.from(this.range),
-          range_end: prefixEnd(this.range),
-          sort_order: 'Ascend',
-          sort_target: 'Create',
-        });
-        [kvs, readAt] = [res.kvs, BigInt(res.header.revision)];
+        read = await this.queue.candidates(this.segment);
       } catch (err) {
         if (isClientClosedError(err)) return this.#end();
         if (isClusterChangedError(err)) return this.#end(err);
@@ -133,69 +159,96 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
         delay = Math.min(delay * 2, tunables.retryMaxMs);
         continue;
       }
-      if (this.#ended) return;
-      if (this.#readAgain) {
-        this.#readAgain = false;
-        continue; // the watch said unsure while this read was out: it may predate a gap
+      const phase = this.#phase as Phase;
+      if (phase.kind !== 'reading') return;
+      if (phase.again) {
+        phase.again = false;
+        continue;
       }
       this.#candidates.clear();
-      for (const kv of kvs) this.#candidates.set(kv.key.toString(), kv);
-      this.#from = readAt + 1n;
-      this.#report(readAt, false);
+      for (const kv of read.kvs) this.#candidates.set(kv.key.toString(), kv);
+      this.#from = read.readAt + 1n;
+      this.#report(read.readAt, false);
       if (first) this.#subscribe();
-      const pending = this.#pending ?? [];
-      this.#pending = undefined;
-      for (const event of pending) this.#apply(event);
+      this.#phase = { kind: 'following' };
+      for (const batch of phase.pending) this.#apply(batch);
       return;
     }
   }
 
+  /** Reads again, unless a read is already out (then that one is read again when it lands). */
+  #readAgain(): void {
+    const phase = this.#phase;
+    if (phase.kind === 'ended') return;
+    if (phase.kind === 'reading') {
+      phase.again = true;
+      return;
+    }
+    this.#phase = { kind: 'reading', pending: [], again: false };
+    void this.#read();
+  }
+
   #subscribe(): void {
-    const sub = this.queue.watch.subscribe(this.range, this.#from, {
-      event: (e) => (this.#pending ? this.#pending.push(e) : this.#apply(e)),
-      unsure: () => {
-        if (this.#pending) {
-          this.#readAgain = true;
-          return;
-        }
-        this.#pending = [];
-        void this.#reread();
+    const sub = this.queue.watch.subscribe(this.queue.range(this.segment), this.#from, {
+      events: (batch) => {
+        const phase = this.#phase;
+        if (phase.kind === 'reading') phase.pending.push([...batch]);
+        else this.#apply(batch);
       },
-      read: () => {}, // keys only; the events and the re-read on `unsure` are the truth
+      unsure: () => this.#readAgain(),
+      read: (kvs, readAt) => this.#check(kvs, readAt),
     });
     const stop = this.#stop;
     this.#stop = () => {
       stop();
       sub[Symbol.dispose]();
     };
-    if (this.#ended) this.#stop();
+    if (this.#phase.kind === 'ended') this.#stop();
   }
 
-  #apply({ kind, kv, revision }: WatchEvent): void {
-    if (revision < this.#from || this.#ended) return;
-    this.#from = revision + 1n;
-    const key = kv.key.toString();
-    if (kind === 'delete') this.#candidates.delete(key);
-    else this.#candidates.set(key, kv);
-    // A put on the leader's key is a proclaim: reported even if the value is unchanged.
-    const leaderKey = this.#leader()?.key.toString();
-    this.#report(revision, kind === 'put' && key === leaderKey);
-  }
-
-  #leader(): IKeyValue | undefined {
-    let first: IKeyValue | undefined;
-    for (const kv of this.#candidates.values()) {
-      if (!first || BigInt(kv.create_revision) < BigInt(first.create_revision)) first = kv;
+  /**
+   * The watch's periodic read of the prefix (keys only), no older than the view: if it names
+   * another leader, read again. Either the view went wrong somewhere, or events the read already
+   * saw are still on their way; the read settles both. (A read older than the view is not
+   * judged: events since then explain any difference.)
+   */
+  #check(kvs: IKeyValue[], readAt: bigint): void {
+    if (this.#phase.kind !== 'following' || readAt < this.#from - 1n) return;
+    const [theirs, ours] = [firstOf(kvs), firstOf(this.#candidates.values())];
+    if (
+      theirs?.key.toString() !== ours?.key.toString() ||
+      theirs?.create_revision !== ours?.create_revision
+    ) {
+      this.#readAgain();
     }
-    return first;
+  }
+
+  /** One revision's events: applied together, then reported once. */
+  #apply(batch: readonly WatchEvent[]): void {
+    const revision = batch[0]!.revision;
+    if (revision < this.#from || this.#phase.kind === 'ended') return;
+    this.#from = revision + 1n;
+    const puts = new Set<string>();
+    for (const { kind, kv } of batch) {
+      const key = kv.key.toString();
+      if (kind === 'delete') this.#candidates.delete(key);
+      else {
+        this.#candidates.set(key, kv);
+        puts.add(key);
+      }
+    }
+    // A put on the leader's key is a proclaim: reported even if the value is unchanged.
+    const leaderKey = firstOf(this.#candidates.values())?.key.toString();
+    this.#report(revision, leaderKey !== undefined && puts.has(leaderKey));
   }
 
   #report(revision: bigint, always: boolean): void {
-    const leader = toHolder(this.#leader());
+    const leader = toHolder(firstOf(this.#candidates.values()));
     if (!always && this.#reported && same(leader, this.#last)) return;
     this.#reported = true;
     this.#last = leader;
-    this.#states.push({ leader, revision });
-    this.#wake();
+    const waiter = this.#waiters.shift();
+    if (waiter) waiter.resolve({ value: { leader, revision }, done: false });
+    else this.#states.push({ leader, revision });
   }
 }

@@ -190,6 +190,30 @@ describe('Queue join', () => {
 });
 
 describe('Entry end', () => {
+  it('a txn that deletes its predecessor and its own key (del --prefix) never makes it first, not even for a moment', async () => {
+    const { join, store, watch } = await setup();
+    store.put('L/m/a', { lease: 7 });
+    const entry = await join();
+    const firsts: boolean[] = [];
+    const first = track(entry.waitFirst(new AbortController().signal));
+    // 'L/m/a' sorts before the entry's own key: a revision's events in key order.
+    const events = store.deleteAll('L/m/a', KEY);
+    expect(events.map((e) => e.kv.key.toString())).toEqual(['L/m/a', KEY]);
+    watch.emit(...events);
+    firsts.push(entry.isFirst);
+    await flush();
+    expect(firsts).toEqual([false]);
+    expect((first.error as Lost).reason).toBe('expired-in-queue');
+  });
+
+  it('keys of a queue nested below its own are neither ahead of it nor its holder', async () => {
+    const { join, store } = await setup();
+    store.put('L/m/x/1', { lease: 7, value: 'nested' }); // another queue's (prefix 'L/m/x/')
+    const entry = await join();
+    expect(entry.isFirst).toBe(true);
+    expect(entry.holder).toBeUndefined();
+  });
+
   it('a delete of its own key before it is first rejects waitFirst with the lostError (expired-in-queue)', async () => {
     const { join, store, watch } = await setup();
     store.put('L/m/a', { lease: 7 });

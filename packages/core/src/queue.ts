@@ -135,18 +135,46 @@ export class Queue {
       throw err;
     }
     const token = tokenOf(res);
-    const ahead = res.responses[1]!.response_range.kvs.filter((kv) => revisionOf(kv) < token).sort(
-      (a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1),
-    );
+    const ahead = this.#own(range, res.responses[1]!.response_range.kvs)
+      .filter((kv) => revisionOf(kv) < token)
+      .sort((a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1));
     const adopted = res.succeeded ? undefined : res.responses[0]!.response_range.kvs[0]!;
     const value = adopted?.value ?? opts.value;
     const entry = new Entry(this, session, slot, key.toString(), token, value, opts.lostError);
-    const holder = opts.withHolder ? res.responses[2]!.response_range.kvs[0] : ahead[0];
+    // The sorted read's first key may belong to a queue nested below this one: then the holder
+    // is not known with its value (the caller reads it with `first()`).
+    const sorted = opts.withHolder ? res.responses[2]!.response_range.kvs[0] : ahead[0];
+    const holder = sorted && this.#own(range, [sorted]).length > 0 ? sorted : undefined;
     entry.listen(ahead, BigInt(res.header.revision), {
       holder: holder && revisionOf(holder) < token ? holder : undefined,
       adopted,
     });
     return entry;
+  }
+
+  /**
+   * The keys of `kvs` that are in the queue `range` itself. A queue is exactly the direct
+   * children of its prefix: a deeper key is another queue's, whose prefix is nested in this one
+   * (e.g. `electionPrefix: '/leasehold/election/a/'` beside the default prefix's election `a`).
+   * A range read cannot say so; every read of a queue filters with this.
+   */
+  #own(range: string, kvs: IKeyValue[]): IKeyValue[] {
+    return kvs.filter((kv) => rangeOf(kv.key.toString()) === range);
+  }
+
+  /**
+   * The queue of `segment` with values, oldest first, and the revision it was read at: what an
+   * observer takes as the truth.
+   */
+  async candidates(segment: string): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
+    const range = this.range(segment);
+    const res = await this.etcd.range(`${this.noun} observe`, {
+      key: Buffer.from(range),
+      range_end: prefixEnd(range),
+      sort_order: 'Ascend',
+      sort_target: 'Create',
+    });
+    return { kvs: this.#own(range, res.kvs), readAt: BigInt(res.header.revision) };
   }
 
   /**
@@ -178,7 +206,10 @@ export class Queue {
       sort_target: 'Create',
       limit: 1,
     });
-    return res.kvs[0];
+    const first = res.kvs[0];
+    if (!first || this.#own(range, [first]).length > 0) return first;
+    // A nested queue's key was created first: only a read of the whole range can tell.
+    return (await this.candidates(segment)).kvs[0];
   }
 
   /**
@@ -253,7 +284,7 @@ export class Entry {
     this.#ahead = new Set(ahead.map((kv) => kv.key.toString()));
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
-      event: (e) => this.#event(e),
+      events: (batch) => this.#events(batch),
       unsure: () => void (this.#unsure = true),
       read: (kvs, readAt) => this.#read(kvs, readAt),
     });
@@ -349,17 +380,21 @@ export class Entry {
     return this.#removing;
   }
 
-  #event({ kind, kv, revision }: WatchEvent): void {
-    if (revision < this.#from || this.#end.reason) return;
-    const key = kv.key.toString();
-    if (key === this.key) {
+  /** One revision's events in the queue: its own key's fate first, then the keys ahead. */
+  #events(batch: readonly WatchEvent[]): void {
+    if (batch[0]!.revision < this.#from || this.#end.reason) return;
+    for (const { kind, kv } of batch) {
+      if (kv.key.toString() !== this.key) continue;
       if (kind === 'delete') return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
       if (kv.lease !== this.session.leaseId.toString() || revisionOf(kv) !== this.token) {
-        this.#lose('overwritten');
+        return this.#lose('overwritten');
       }
-    } else if (kind === 'delete' && this.#ahead.delete(key)) {
-      this.#maybeFirst();
     }
+    let moved = false;
+    for (const { kind, kv } of batch) {
+      if (kind === 'delete' && this.#ahead.delete(kv.key.toString())) moved = true;
+    }
+    if (moved) this.#maybeFirst();
   }
 
   #maybeFirst(): void {

@@ -26,7 +26,9 @@ function recorder() {
   const seen: string[] = [];
   const verified: string[] = [];
   const listener: WatchListener = {
-    event: (e) => seen.push(`${e.kind} ${e.kv.key.toString()}@${e.revision}`),
+    events: (batch) => {
+      for (const e of batch) seen.push(`${e.kind} ${e.kv.key.toString()}@${e.revision}`);
+    },
     unsure: () => seen.push('unsure'),
     read: (kvs, readAt) =>
       verified.push(`${kvs.map((kv) => kv.key.toString()).join(',')}@${readAt}`),

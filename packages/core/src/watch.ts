@@ -13,8 +13,13 @@ export interface WatchEvent {
 
 /** What a queue entry hears about its queue. */
 export interface WatchListener {
-  /** An event in the subscribed range, at or after the revision subscribed from, in order. */
-  event(event: WatchEvent): void;
+  /**
+   * The subscribed range's events of one revision (one txn: e.g. a multi-key delete), at or
+   * after the revision subscribed from, in revision order. They are one state change: apply
+   * them together, never one at a time (a waiter whose predecessor and own key go in one txn
+   * was never first).
+   */
+  events(events: readonly WatchEvent[], revision: bigint): void;
   /**
    * Events may have been missed (or belong to another history): trust none of them on its own
    * until the next `read`, which the watch sends at once.
@@ -32,6 +37,27 @@ interface Subscription {
 
 /** The queue a key belongs to: `<prefix><segment>/` for `<prefix><segment>/<lease hex>`. */
 export const rangeOf = (key: string): string => key.slice(0, key.lastIndexOf('/') + 1);
+
+/**
+ * Calls `fn` with each run of events that share a revision and a range: etcd sends a txn's
+ * events together and in order, so a run is one state change of one queue.
+ */
+export function byRevisionAndRange(
+  events: readonly WatchEvent[],
+  fn: (range: string, batch: WatchEvent[], revision: bigint) => void,
+): void {
+  for (let i = 0; i < events.length;) {
+    const revision = events[i]!.revision;
+    const ranges = new Map<string, WatchEvent[]>();
+    for (; i < events.length && events[i]!.revision === revision; i++) {
+      const range = rangeOf(events[i]!.kv.key.toString());
+      const batch = ranges.get(range);
+      if (batch) batch.push(events[i]!);
+      else ranges.set(range, [events[i]!]);
+    }
+    for (const [range, batch] of ranges) fn(range, batch, revision);
+  }
+}
 
 /**
  * One etcd watch over a whole prefix, shared by every lock, waiter and candidate of a client
@@ -128,9 +154,10 @@ export class Watch {
       const buffer = this.#buffer;
       let i = buffer.length;
       while (i > 0 && buffer[i - 1]!.revision >= from) i--;
-      for (; i < buffer.length; i++) {
-        const e = buffer[i]!;
-        if (rangeOf(e.kv.key.toString()) === range) listener.event(e);
+      if (i < buffer.length) {
+        byRevisionAndRange(buffer.slice(i), (r, batch, revision) => {
+          if (r === range) listener.events(batch, revision);
+        });
       }
     }
     this.#scheduleCheck();
@@ -212,22 +239,25 @@ export class Watch {
       this.#resumed = true;
       return;
     }
-    for (const ev of res.events) {
-      const event: WatchEvent = {
-        kind: ev.type === 'Delete' ? 'delete' : 'put',
-        kv: ev.kv,
-        revision: BigInt(ev.kv.mod_revision),
-      };
+    if (res.events.length === 0) return;
+    const events = res.events.map((ev): WatchEvent => ({
+      kind: ev.type === 'Delete' ? 'delete' : 'put',
+      kv: ev.kv,
+      revision: BigInt(ev.kv.mod_revision),
+    }));
+    for (const event of events) {
       this.#buffer.push(event);
       if (this.#buffer.length > tunables.watchReplayEvents) {
         this.#coveredFrom = this.#buffer.shift()!.revision + 1n;
       }
       if (event.revision > this.#delivered) this.#delivered = event.revision;
-      for (const sub of this.#subs.get(rangeOf(ev.kv.key.toString())) ?? []) {
-        if (event.revision >= sub.from) sub.listener.event(event);
-      }
-      this.#events.emit(event);
     }
+    byRevisionAndRange(events, (range, batch, revision) => {
+      for (const sub of this.#subs.get(range) ?? []) {
+        if (revision >= sub.from) sub.listener.events(batch, revision);
+      }
+    });
+    for (const event of events) this.#events.emit(event);
   }
 
   #broken(stream: WatchStream, stuck: boolean): void {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FencedStore } from './contract.js';
+import { checkObject, type FencedStore } from './contract.js';
 import {
   isInvalidArgumentError,
   isInvalidTokenError,
@@ -41,6 +41,7 @@ export function describeFenceConformance(
   factory: () => FenceConformanceHarness | Promise<FenceConformanceHarness>,
   options: FenceConformanceOptions = {},
 ): void {
+  checkObject('options', options, '{ concurrentWriters? }');
   const { concurrentWriters } = { ...defaults, ...options };
   const run = randomUUID().slice(0, 8);
   const resource = (label: string): string => `conformance/${run}/${label}`;

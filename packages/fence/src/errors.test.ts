@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  InvalidArgumentError as CoreInvalidArgumentError,
   isInvalidArgumentError as isCoreInvalidArgumentError,
   isLeaseholdError,
 } from '@leasehold/core';
@@ -46,17 +47,27 @@ describe('errors', () => {
     expect(isStaleTokenError('STALE_TOKEN')).toBe(false);
   });
 
-  it('fence guards reject errors branded by @leasehold/core, and core guards reject fence errors', () => {
+  it('fence guards reject errors branded by @leasehold/core, and core guards reject fence errors, except for bad input', () => {
     // Core's brand, past ('leasehold.error', once shared with fence) and present.
     for (const brand of ['leasehold.error', 'leasehold.core.error']) {
       const core = new Error('bad lock name');
-      Object.defineProperty(core, Symbol.for(brand), { value: 'INVALID_ARGUMENT' });
-      expect(isInvalidArgumentError(core), brand).toBe(false);
+      Object.defineProperty(core, Symbol.for(brand), { value: 'LOCK_TAKEN' });
+      expect(isStaleTokenError(core), brand).toBe(false);
       expect(isFenceError(core), brand).toBe(false);
     }
     const fence = new InvalidArgumentError('bad table');
-    expect(isInvalidArgumentError(fence)).toBe(true);
-    expect(isCoreInvalidArgumentError(fence)).toBe(false);
     expect(isLeaseholdError(fence)).toBe(false);
+    expect(isLeaseholdError(new StaleTokenError('r', 1n, 2n))).toBe(false);
+  });
+
+  it("one guard for bad input: core and fence each answer for the other package's InvalidArgumentError", () => {
+    const fence = new InvalidArgumentError('bad table');
+    const core = new CoreInvalidArgumentError('bad lock name');
+    for (const err of [fence, core]) {
+      expect(isInvalidArgumentError(err), err.message).toBe(true);
+      expect(isCoreInvalidArgumentError(err), err.message).toBe(true);
+    }
+    expect(isInvalidArgumentError(new StaleTokenError('r', 1n, 2n))).toBe(false);
+    expect(isCoreInvalidArgumentError(new InvalidTokenError(0, 'zero'))).toBe(false);
   });
 });

@@ -8,8 +8,8 @@
  *
  * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
  * `Symbol.for`, so they keep working when two copies of the package are installed. The brand is
- * this package's own: `@leasehold/core` has its own codes (its `INVALID_ARGUMENT` is about lock
- * names, not tables), so neither package's guards accept the other's errors.
+ * this package's own, except for bad input: every leasehold package's `InvalidArgumentError`
+ * carries one shared brand, so `isInvalidArgumentError` (of any package) answers for all of them.
  */
 const BRAND = Symbol.for('leasehold.fence.error');
 
@@ -68,10 +68,17 @@ export class InvalidTokenError extends FenceError {
   }
 }
 
+/**
+ * Bad input every leasehold package throws carries this brand (`@leasehold/core`'s and
+ * `@leasehold/cron`'s too), so each package's `isInvalidArgumentError` answers for all of them.
+ */
+const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
+
 /** Bad input other than a token: the message names the value and what is allowed. */
 export class InvalidArgumentError extends FenceError {
   constructor(message: string) {
     super('INVALID_ARGUMENT', message);
+    Object.defineProperty(this, INVALID_ARGUMENT_BRAND, { value: true });
   }
 }
 
@@ -88,5 +95,9 @@ export const isStaleTokenError = (err: unknown): err is StaleTokenError =>
   hasCode(err, 'STALE_TOKEN');
 export const isInvalidTokenError = (err: unknown): err is InvalidTokenError =>
   hasCode(err, 'INVALID_TOKEN');
+/**
+ * Bad input: this package's `InvalidArgumentError`, or the bad-input error of another leasehold
+ * package (such as `@leasehold/core`'s, which `fencedTxn`'s checks of ops throw).
+ */
 export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
-  hasCode(err, 'INVALID_ARGUMENT');
+  typeof err === 'object' && err !== null && INVALID_ARGUMENT_BRAND in err;

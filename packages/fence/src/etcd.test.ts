@@ -5,7 +5,7 @@ import { etcdStore, fencedTxn, padToken } from './etcd.js';
 
 // Validation happens before the client is touched, so a stand-in client is enough here; the
 // transaction itself is tested against etcd in integration/fence/etcd.test.ts.
-const client = {} as Leasehold;
+const client = { lockPrefix: '/L/', electionPrefix: '/E/' } as Leasehold;
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -46,12 +46,45 @@ describe('etcd fence', () => {
       isInvalidArgumentError(await rejection(fencedTxn(client, { ...txn, resource: '' }))),
     ).toBe(true);
     const noOps = await rejection(fencedTxn(client, { ...txn, ops: [] }));
-    expect((noOps as Error).message).toMatch(/invalid ops \[\]: allowed: a non-empty array/);
+    expect((noOps as Error).message).toMatch(/^ops must be a non-empty array/);
     const badOp = await rejection(
       fencedTxn(client, { ...txn, ops: [{ type: 'put', key: 'k' } as never] }),
     );
-    expect((badOp as Error).message).toMatch(
-      /invalid ops\[0\] \(type "put", value of type undefined\): allowed/,
+    expect((badOp as Error).message).toMatch(/^ops\[0\]\.value must be a string or Uint8Array/);
+  });
+
+  it.each<[string, string, RegExp]>([
+    ['a key inside a lock queue', '/L/jobs/1', /outside the lock and election queues/],
+    ['a key inside an election queue', '/E/vote/abc', /outside the lock and election queues/],
+    ['the fence key itself', '/leasehold/fence/token/r', /it is the fence key of resource "r"/],
+  ])('refuses %s, as a hold’s fenced write does', async (_label, key, message) => {
+    const err = await rejection(
+      fencedTxn(client, { resource: 'r', token: 1n, ops: [{ type: 'put', key, value: 'v' }] }),
     );
+    expect(isInvalidArgumentError(err)).toBe(true);
+    expect((err as Error).message).toMatch(message);
+    expect((err as Error).message).toContain(JSON.stringify(key));
+  });
+
+  it('refuses a key named twice', async () => {
+    const err = await rejection(
+      fencedTxn(client, {
+        resource: 'r',
+        token: 1n,
+        ops: [
+          { type: 'put', key: 'k', value: 'v' },
+          { type: 'delete', key: 'k' },
+        ],
+      }),
+    );
+    expect((err as Error).message).toMatch(/^ops\[1\]\.key must be a key no other op/);
+  });
+
+  it('keys directly under a queue prefix are in no queue: allowed', async () => {
+    // The stand-in client has no etcd: getting past validation is what fails.
+    const err = await rejection(
+      fencedTxn(client, { resource: 'r', token: 1n, ops: [{ type: 'delete', key: '/L/data' }] }),
+    );
+    expect(isInvalidArgumentError(err)).toBe(false);
   });
 });

@@ -11,8 +11,15 @@
  * strings byte order is numeric order, exact for all int64 tokens.
  */
 import type { Leasehold } from '@leasehold/core';
-import { kvCall } from '@leasehold/core/internal';
-import { checkFence, checkResource, checkWrite, type Fence, type FencedStore } from './contract.js';
+import { fencedRequests, kvCall, queuePrefixes } from '@leasehold/core/internal';
+import {
+  checkFence,
+  checkObject,
+  checkResource,
+  checkWrite,
+  type Fence,
+  type FencedStore,
+} from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 
 /** Defaults for every option in this module, in one place. */
@@ -42,6 +49,7 @@ const WIDTH = 20;
 export const padToken = (token: bigint): string => token.toString().padStart(WIDTH, '0');
 
 function keys(options: EtcdFenceOptions) {
+  checkObject('options', options, '{ prefix?, timeoutMs? }');
   const prefix = options.prefix ?? etcdDefaults.prefix;
   if (typeof prefix !== 'string' || prefix.includes('\0')) {
     throw new InvalidArgumentError(
@@ -75,9 +83,14 @@ export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigi
   const { resource, token } = checkFence(txn);
   const k = keys(txn);
   const fenceKey = Buffer.from(k.fence(resource));
+  // The same checks as a hold's fenced write: keys outside the client's lock and election
+  // queues (a lease-less key there would block that lock for good), each named once.
+  const taken = new Map([
+    [fenceKey.toString(), `the fence key of resource ${JSON.stringify(resource)}`],
+  ]);
   const writes = [
     { request_put: { key: fenceKey, value: Buffer.from(padToken(token)) } },
-    ...toRequests(txn.ops),
+    ...fencedRequests(txn.ops, queuePrefixes(client), taken),
   ];
   const res = await kvCall(
     client,
@@ -172,32 +185,4 @@ export function etcdStore(client: Leasehold, options: EtcdFenceOptions = {}): Et
       return fence === undefined ? undefined : BigInt(fence.toString());
     },
   };
-}
-
-const OP_SHAPES = '{ type: "put", key, value: string | Uint8Array } or { type: "delete", key }';
-
-function toRequests(ops: unknown) {
-  if (!Array.isArray(ops) || ops.length === 0) {
-    throw new InvalidArgumentError(
-      `invalid ops ${Array.isArray(ops) ? '[]' : `of type ${typeof ops}`}: allowed: a non-empty ` +
-        `array of ${OP_SHAPES}`,
-    );
-  }
-  return ops.map((op: Partial<{ type: unknown; key: unknown; value: unknown }>, i) => {
-    if (typeof op?.key !== 'string' || op.key === '') {
-      throw new InvalidArgumentError(
-        `invalid ops[${i}].key ${typeof op?.key === 'string' ? '""' : `of type ${typeof op?.key}`}: ` +
-          'allowed: a non-empty string',
-      );
-    }
-    const key = Buffer.from(op.key);
-    if (op.type === 'delete') return { request_delete_range: { key } };
-    if (op.type === 'put' && (typeof op.value === 'string' || op.value instanceof Uint8Array)) {
-      return { request_put: { key, value: Buffer.from(op.value) } };
-    }
-    throw new InvalidArgumentError(
-      `invalid ops[${i}] (type ${JSON.stringify(op.type)}, value of type ${typeof op.value}): ` +
-        `allowed: ${OP_SHAPES}`,
-    );
-  });
 }

@@ -53,6 +53,9 @@ function fakeClient(answer: (sql: string) => Answer, columnType: string | null =
   const typeChecks: unknown[][] = [];
   const client = {
     getTypeParser: () => (v: string) => v,
+    // withFence listens for the connection's errors while it runs.
+    on: () => client,
+    removeListener: () => client,
     async query(sql: string | Handlers, params?: unknown[]) {
       if (typeof sql !== 'string') {
         await answerBatch(sql, (text, values) => {
@@ -170,16 +173,22 @@ describe('postgres withFence', () => {
     expect(result).toBe('done');
     expect(queries.map((q) => q.sql.split(' ')[0])).toEqual([
       'BEGIN',
+      'SELECT',
       'INSERT',
       'UPDATE',
       'COMMIT',
     ]);
     expect(typeChecks).toEqual([['"leasehold_fence"', 'token']]);
-    expect(queries[1]?.params).toEqual(['orders', '5']);
-    expect(queries[1]?.sql).not.toMatch(/\b5\b/);
-    expect(queries[1]?.sql).toContain('VALUES ($1, $2::int8)');
-    expect(queries[1]?.sql).toContain('SET token = GREATEST("fence".token, $2::int8)');
-    expect(queries[1]?.sql).toContain('RETURNING CAST(token AS text)');
+    // The idle bound, for this transaction only, in the same round trip as BEGIN and the claim.
+    expect(queries[1]?.sql).toBe(
+      "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
+    );
+    expect(queries[1]?.params).toEqual(['10000']);
+    expect(queries[2]?.params).toEqual(['orders', '5']);
+    expect(queries[2]?.sql).not.toMatch(/\b5\b/);
+    expect(queries[2]?.sql).toContain('VALUES ($1, $2::int8)');
+    expect(queries[2]?.sql).toContain('SET token = GREATEST("fence".token, $2::int8)');
+    expect(queries[2]?.sql).toContain('RETURNING CAST(token AS text)');
   });
 
   it('rolls back without running the statements on a stale token', async () => {

@@ -3,6 +3,7 @@ import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
   checkFence,
   checkFunction,
+  checkObject,
   checkSqlStoreOptions,
   checkWrite,
   checkResource,
@@ -37,7 +38,18 @@ export const postgresDefaults = {
   fenceColumn: 'fence',
   /** The value table of {@link postgresStore}. */
   valueTable: 'leasehold_value',
+  /**
+   * How long {@link withFence}'s transaction may sit idle between statements before PostgreSQL
+   * ends the connection (`idle_in_transaction_session_timeout`, set for that transaction only).
+   * The fence row stays locked until commit: without a bound, a holder frozen inside the
+   * callback (GC, SIGSTOP, a VM pause) would block the next holder's writes for as long as
+   * the freeze lasts.
+   */
+  idleInTransactionTimeoutMs: 10_000,
 } as const;
+
+/** PostgreSQL's limit for its millisecond settings (2^31 - 1). */
+const MAX_PG_TIMEOUT_MS = 2_147_483_647;
 
 /** Names the fence table: the same option {@link withFence} takes. */
 export interface FenceTableOptions {
@@ -50,6 +62,7 @@ export interface FenceTableOptions {
  * migrations.
  */
 export function fenceTableDDL(options: FenceTableOptions = {}): string {
+  checkObject('options', options, '{ table? }');
   return sql.fenceTableDDL('postgres', options.table ?? postgresDefaults.fenceTable);
 }
 
@@ -106,6 +119,27 @@ function rowName(write: FencedRowWrite): string {
 /** `{ resource, token }` and the fence table. */
 export interface WithFenceOptions extends Fence, FenceTableOptions {}
 
+/** {@link withFence}'s options: those of every fenced call, and the idle bound. */
+export interface WithFenceTxOptions extends WithFenceOptions {
+  /**
+   * How long the transaction may sit idle between your statements before PostgreSQL ends the
+   * connection, which rolls it back and unlocks the fence row: a holder frozen inside the
+   * callback blocks the resource's next writer at most this long. An integer from 1 to
+   * 2147483647, or 0 for no bound (PostgreSQL's own default). Default 10000.
+   */
+  idleInTransactionTimeoutMs?: number;
+}
+
+function idleTimeoutOf(options: WithFenceTxOptions): number {
+  const ms = options.idleInTransactionTimeoutMs ?? postgresDefaults.idleInTransactionTimeoutMs;
+  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_PG_TIMEOUT_MS) {
+    throw new InvalidArgumentError(
+      `invalid idleInTransactionTimeoutMs ${String(ms)}: allowed: an integer from 0 (no bound) to ${MAX_PG_TIMEOUT_MS}`,
+    );
+  }
+  return ms;
+}
+
 /**
  * Runs `statements` in one transaction that first advances `resource`'s highest token in the
  * fence table, iff `token` >= the stored one. The upsert keeps the fence row locked until commit,
@@ -116,6 +150,13 @@ export interface WithFenceOptions extends Fence, FenceTableOptions {}
  * Round trips: `BEGIN` and the fence upsert go out together in one, then your statements, then
  * `COMMIT`: the same count as a plain `BEGIN`/statements/`COMMIT`.
  *
+ * The fence row is locked until commit, so a writer frozen inside `statements` (a GC pause,
+ * SIGSTOP, a VM migration) would block the next holder's writes for the length of its freeze.
+ * The transaction therefore runs with `idle_in_transaction_session_timeout` set to
+ * `idleInTransactionTimeoutMs` (10 s by default, for this transaction only): PostgreSQL ends a
+ * connection left idle inside it that long, rolling it back and unlocking the row, and the
+ * frozen writer's next statement fails when it wakes.
+ *
  * Pass a pool (a client is checked out and released) or a client that is not already in a
  * transaction. The transaction uses the session's default isolation level; under SERIALIZABLE a
  * serialization failure surfaces as pg's own error, to retry as you would any other.
@@ -125,21 +166,28 @@ export interface WithFenceOptions extends Fence, FenceTableOptions {}
  */
 export async function withFence<T>(
   db: PgQueryable,
-  options: WithFenceOptions,
+  options: WithFenceTxOptions,
   statements: (tx: ClientBase) => Promise<T>,
 ): Promise<T> {
   const { resource, token } = checkFence(options);
+  const idleMs = idleTimeoutOf(options);
   checkFunction('statements', statements);
   const table = options.table ?? postgresDefaults.fenceTable;
   const claim = sql.fenceClaimSQL(table).claim;
   const client = isPool(db) ? await db.connect() : db;
   let broken: unknown;
+  // PostgreSQL ends a connection left idle in the transaction past the bound; pg then emits
+  // 'error' on the client, which would crash a process with no listener for it. Here it only
+  // marks the connection broken: the statement that meets it fails on its own.
+  const onError = (err: unknown) => void (broken ??= err);
+  client.on('error', onError);
   try {
     await checkTokenColumn(db, table, 'token', client);
     let began = false;
     try {
-      const [, claimed] = await batchPrepared(client, [
+      const [, , claimed] = await batchPrepared(client, [
         { text: 'BEGIN', values: [] },
+        { text: IDLE_BOUND, values: [String(idleMs)], name: statementName(IDLE_BOUND) },
         { text: claim, values: [resource, token.toString()], name: statementName(claim) },
       ]).catch((err: unknown) => {
         // BEGIN ran unless it was the statement that failed; the error is pg's own.
@@ -157,15 +205,19 @@ export async function withFence<T>(
       if (began) {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {
           // A connection that cannot roll back must not go back to the pool.
-          broken = rollbackError;
+          broken ??= rollbackError;
         });
       }
       throw err;
     }
   } finally {
+    client.removeListener('error', onError);
     if (client !== db) (client as PoolClient).release(broken instanceof Error ? broken : undefined);
   }
 }
+
+/** Sets the idle bound for the current transaction only (`SET LOCAL` takes no parameters). */
+const IDLE_BOUND = "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
 
 /** One statement to run under a fence: its text and its parameters (`$1`, `$2`, ...). */
 export interface FencedStatement {
@@ -329,6 +381,7 @@ export type PostgresStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link postgresStore}: its value table, plus the fence table when it uses one. */
 export function postgresStoreDDL(options: PostgresStoreOptions = {}): string[] {
+  checkSqlStoreOptions(options);
   const ddl = [sql.valueTableDDL('postgres', options.valueTable ?? postgresDefaults.valueTable)];
   if (options.via === 'fence-table') ddl.push(fenceTableDDL({ table: options.fenceTable }));
   return ddl;

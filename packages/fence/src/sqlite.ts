@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import {
   checkFence,
   checkFunction,
+  checkObject,
   checkSqlStoreOptions,
   checkWrite,
   checkResource,
@@ -40,6 +41,7 @@ export interface FenceTableOptions {
 
 /** DDL for the fence table {@link withFence} needs. STRICT so a token can only be an INTEGER. */
 export function fenceTableDDL(options: FenceTableOptions = {}): string {
+  checkObject('options', options, '{ table? }');
   return sql.fenceTableDDL('sqlite', options.table ?? sqliteDefaults.fenceTable);
 }
 
@@ -170,6 +172,7 @@ export type SqliteStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link sqliteStore}: its value table, plus the fence table when it uses one. */
 export function sqliteStoreDDL(options: SqliteStoreOptions = {}): string[] {
+  checkSqlStoreOptions(options);
   const ddl = [sql.valueTableDDL('sqlite', options.valueTable ?? sqliteDefaults.valueTable)];
   if (options.via === 'fence-table') ddl.push(fenceTableDDL({ table: options.fenceTable }));
   return ddl;

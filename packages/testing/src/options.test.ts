@@ -50,6 +50,14 @@ describe('resolveOptions', () => {
     );
     expect(() => resolveOptions({ startupTimeoutMs: 0 }, {})).toThrow(/startupTimeoutMs/);
   });
+
+  it('refuses options that are not an object instead of starting with the defaults', () => {
+    for (const bad of ['3', 3, null, [3]]) {
+      expect(() => resolveOptions(bad as never, {})).toThrow(
+        /^startEtcd options must be an object such as \{ members: 3 \}, got /,
+      );
+    }
+  });
 });
 
 describe('parseEndpoints', () => {

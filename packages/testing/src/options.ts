@@ -30,6 +30,12 @@ export function resolveOptions(
   options: StartEtcdOptions = {},
   env: NodeJS.ProcessEnv = process.env,
 ): ResolvedEtcdOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new EtcdHarnessError(
+      'ETCD_INVALID_OPTION',
+      `startEtcd options must be an object such as { members: 3 }, got ${JSON.stringify(options) ?? String(options)}`,
+    );
+  }
   const members = options.members ?? 1;
   if (members !== 1 && members !== 3) {
     throw new EtcdHarnessError(

@@ -144,6 +144,9 @@ describe('TcpFaultProxy', () => {
       after.socket.write('b');
       await until(() => after.received() === 'other:b');
       expect(() => proxy.retarget('no-port')).toThrow(TypeError);
+      await expect(TcpFaultProxy.start('127.0.0.1:2379' as never)).rejects.toThrow(
+        /^TcpFaultProxy.start options must be an object/,
+      );
     } finally {
       for (const socket of accepted) socket.destroy();
       await new Promise<void>((resolve) => other.close(() => resolve()));

@@ -36,6 +36,11 @@ export class TcpFaultProxy implements AsyncDisposable {
   }
 
   static async start(options: TcpFaultProxyOptions): Promise<TcpFaultProxy> {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new TypeError(
+        `TcpFaultProxy.start options must be an object such as { target: '127.0.0.1:2379' }, got ${JSON.stringify(options) ?? String(options)}`,
+      );
+    }
     const target = parseTarget(options.target);
     // pauseOnConnect: no byte is read before the connection's forwarders apply the mode.
     const server = createServer({ allowHalfOpen: true, pauseOnConnect: true });
