@@ -173,9 +173,11 @@ describe('observe() as an async iterator', () => {
     const client = await connect({ endpoints, electionPrefix, lockPrefix });
     const states = client.observe('concurrent-next');
     const [first, second, third] = [states.next(), states.next(), states.next()];
-    expect((await within(first, 'first next()')).value?.leader).toBeUndefined();
+    const one = await within(first, 'first next()');
+    expect(one.done === false && one.value.leader).toBeUndefined();
     const leader = await candidates[1]!.campaign('concurrent-next', 'v');
-    expect((await within(second, 'second next()')).value?.leader?.key).toBe(leader.key);
+    const two = await within(second, 'second next()');
+    expect(two.done === false && two.value.leader?.key).toBe(leader.key);
     await client.close();
     expect(await within(third, 'third next() after close')).toEqual({
       value: undefined,

@@ -53,7 +53,7 @@ function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
 type Phase =
   | { kind: 'reading'; pending: WatchEvent[][]; again: boolean }
   | { kind: 'following' }
-  | { kind: 'ended'; error: unknown };
+  | { kind: 'ended'; error: Error | undefined };
 
 /** A `next()` waiting for a state. */
 interface Waiter {
@@ -119,7 +119,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
       const { error } = this.#phase;
       return error === undefined
         ? Promise.resolve({ value: undefined, done: true })
-        : Promise.reject(error as Error);
+        : Promise.reject(error);
     }
     return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
   }
@@ -132,7 +132,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
 
   #end(error?: unknown): void {
     if (this.#phase.kind === 'ended') return;
-    this.#phase = { kind: 'ended', error };
+    this.#phase = { kind: 'ended', error: error as Error | undefined };
     this.#stop();
     // States already reported go first; every call still waiting then settles.
     for (const waiter of this.#waiters.splice(0)) {
