@@ -23,7 +23,7 @@ const ELECTION_TIMEOUT_MS = 1_000;
 const BOUND_MS = ELECTION_TIMEOUT_MS + 1_000;
 /** The client's per-attempt deadline with several endpoints (`attemptTimeoutMs`'s default). */
 const ATTEMPT_TIMEOUT_MS = 1_000;
-const TRIALS = 5;
+const TRIALS = 3;
 const TTL_SECONDS = 5;
 
 type Fault = 'pause-leader' | 'pause-follower' | 'kill-leader';

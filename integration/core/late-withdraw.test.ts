@@ -10,6 +10,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { etcdClient, onCleanup, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
 
 const endpoints = sharedEndpoints();
+const CALL_TIMEOUT_MS = 500;
+/** The slow path's delay: every attempt sent on it times out (three deadlines) long before it lands. */
+const SLOW_PATH_DELAY_MS = 3 * CALL_TIMEOUT_MS;
+/** Trials whose precondition held (an aborted join whose withdraw hit the slow path) to check. */
+const CHECKED_TRIALS = 5;
 const admin = etcdClient(endpoints);
 afterAll(() => admin.close());
 
@@ -17,13 +22,18 @@ describe("a late duplicate of an aborted join's withdraw", () => {
   it('never deletes the key of a later hold of the same lock on the same session', async () => {
     const lockPrefix = uniquePrefix('stale-withdraw');
     const lostHolds: string[] = [];
-    for (let trial = 1; trial <= 30 && lostHolds.length === 0; trial++) {
+    let checked = 0;
+    for (
+      let trial = 1;
+      trial <= 30 && checked < CHECKED_TRIALS && lostHolds.length === 0;
+      trial++
+    ) {
       const name = `job${trial}`;
       await using slow = await TcpFaultProxy.start({ target: endpoints[0]! });
       await using a = await connect({
         endpoints: [slow.url, endpoints[0]!],
         lockPrefix,
-        callTimeoutMs: 500,
+        callTimeoutMs: CALL_TIMEOUT_MS,
         session: { ttlSeconds: 20 },
       });
       const reported: string[] = [];
@@ -32,7 +42,7 @@ describe("a late duplicate of an aborted join's withdraw", () => {
       for (let i = 0; slow.connectionCount === 0 && i < 50; i++) {
         await (await a.acquire(`warm${trial}`)).release();
       }
-      slow.setMode('delay', { delayMs: 3_000 });
+      slow.setMode('delay', { delayMs: SLOW_PATH_DELAY_MS });
       // Abort the acquire while its join txn is in flight (a txn takes ~1-3 ms on loopback).
       const aborted = await a.acquire(name, { signal: AbortSignal.timeout(1 + (trial % 3)) }).then(
         async (lock) => {
@@ -54,18 +64,21 @@ describe("a late duplicate of an aborted join's withdraw", () => {
         );
         continue;
       }
-      // The same session, again. Every attempt may take the 3 s path and time out (500 ms):
-      // then there is no later hold to protect in this trial.
+      // The same session, again. Every attempt may take the slow path and time out: then there
+      // is no later hold to protect in this trial.
       const lock = await a.acquire(name, { timeoutMs: 10_000 }).catch((e: unknown) => {
         if (isEtcdUnavailableError(e)) return undefined;
         throw e;
       });
       if (!lock) continue;
+      checked++;
       const heldAt = performance.now();
-      // Anything sent on the slow path arrives 3 s after it was sent.
+      // Anything sent on the slow path lands SLOW_PATH_DELAY_MS after it was sent; the stale
+      // withdraw was sent before this hold existed, so waiting that long (and one more call
+      // deadline, for the proxy's and etcd's own handling) covers its arrival.
       const deleted = await waitFor(
         async () => (await admin.get(lock.key).exec()).kvs.length === 0,
-        { timeoutMs: 4_000, intervalMs: 20 },
+        { timeoutMs: SLOW_PATH_DELAY_MS + 2 * CALL_TIMEOUT_MS, intervalMs: 20 },
       ).then(
         () => Math.round(performance.now() - heldAt),
         () => false,
@@ -84,5 +97,9 @@ describe("a late duplicate of an aborted join's withdraw", () => {
       lostHolds.push(`${lock.key} token ${lock.token}: ${reason?.message}`);
     }
     expect(lostHolds, 'holds lost to a stale withdraw of their own session').toEqual([]);
+    // A run that never met its precondition proved nothing.
+    expect(checked, 'trials that reached a later hold after a slow-path withdraw').toBeGreaterThan(
+      0,
+    );
   }, 300_000);
 });

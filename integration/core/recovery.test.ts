@@ -84,7 +84,9 @@ describe('a lost session after etcd restarts', () => {
     console.log(
       `[revoke-retry] lock passed on ${tookMs.toFixed(0)} ms after etcd came back (TTL 5000 ms)`,
     );
-    expect(tookMs).toBeLessThan(2_500);
+    // Without the revoke retried once etcd answered, the lock would pass only when the restored
+    // lease ran out its fresh TTL.
+    expect(tookMs).toBeLessThan(5_000);
     await lock.release();
   }, 60_000);
 });
@@ -103,17 +105,20 @@ describe('aborting while connecting or granting', () => {
         signal: AbortSignal.timeout(200),
       }).catch((e: unknown) => e);
       expect((dialing as Error).name).toBe('TimeoutError');
-      expect(performance.now() - started).toBeLessThan(1_000);
+      // The first probe attempt alone would hang for the call deadline (5 s by default).
+      expect(performance.now() - started).toBeLessThan(5_000);
 
       proxy.setMode('pass');
       await using client = await connect({ endpoints: [proxy.url], callTimeoutMs: 10_000 });
-      proxy.setMode('delay', { delayMs: 1_500 });
+      const DELAY_MS = 1_500;
+      proxy.setMode('delay', { delayMs: DELAY_MS });
       started = performance.now();
       const granting = await client
         .session({ ttlSeconds: 30, signal: AbortSignal.timeout(200) })
         .catch((e: unknown) => e);
       expect((granting as Error).name).toBe('TimeoutError');
-      expect(performance.now() - started).toBeLessThan(1_000);
+      // Sooner than the grant's delayed answer: it stopped at the signal.
+      expect(performance.now() - started).toBeLessThan(DELAY_MS);
       proxy.setMode('pass');
       // The grant lands after the caller gave up; the client revokes it.
       await waitFor(async () => (await admin.leaseClient.leaseLeases()).leases.length === 0, {

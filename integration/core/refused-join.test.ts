@@ -48,6 +48,7 @@ describe('a refused join', () => {
     expect(isEtcdRequestError(second), `second acquire failed with ${(second as Error).name}`).toBe(
       true,
     );
-    expect(tookMs).toBeLessThan(2_000);
+    // A refusal is final: it does not wait out its timeoutMs.
+    expect(tookMs).toBeLessThan(5_000);
   }, 60_000);
 });
