@@ -125,7 +125,7 @@ describe('logging on a real etcd', () => {
       level: 20, // debug
       leaseId: session.leaseId.toString(16),
       // With several endpoints the stream goes to any of them.
-      endpoint: expect.toSatisfy((e: unknown) => endpoints.includes(e as string)),
+      endpoint: expect.toSatisfy((e: unknown) => endpoints.includes(e as string)) as unknown,
     });
     expect(lines.find((l) => l.msg === 'session lost (gone)')).toMatchObject({
       level: 40, // warn
