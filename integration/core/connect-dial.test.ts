@@ -34,7 +34,7 @@ describe('connect() and dialTimeoutMs', () => {
       console.log(
         `[dial] refused port: rejected after ${elapsedMs.toFixed(0)} ms (dialTimeoutMs ${DIAL_TIMEOUT_MS}, max loop lag ${lag.maxLagMs.toFixed(0)} ms)`,
       );
-      expect(isLeaseholdError(error) && error.code).toBe('CONNECT_FAILED');
+      expect(isLeaseholdError(error) && error.code, String(error)).toBe('CONNECT_FAILED');
       expect((error as Error).message).toContain(`within ${DIAL_TIMEOUT_MS} ms`);
       expect(elapsedMs).toBeGreaterThanOrEqual(DIAL_TIMEOUT_MS);
       expect(elapsedMs).toBeLessThanOrEqual(
@@ -49,7 +49,7 @@ describe('connect() and dialTimeoutMs', () => {
     proxy.setMode('stall');
     const { elapsedMs, error } = await timedFailure(proxy.url);
     console.log(`[dial] stalled member: rejected after ${elapsedMs.toFixed(0)} ms`);
-    expect(isLeaseholdError(error) && error.code).toBe('CONNECT_FAILED');
+    expect(isLeaseholdError(error) && error.code, String(error)).toBe('CONNECT_FAILED');
     expect(elapsedMs).toBeGreaterThanOrEqual(DIAL_TIMEOUT_MS);
     expect(elapsedMs).toBeLessThanOrEqual(
       DIAL_TIMEOUT_MS + LAST_ATTEMPT_FLOOR_MS + 2 * lag.maxLagMs,

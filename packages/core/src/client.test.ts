@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connect, Leasehold } from './client.js';
-import { deferred, fakeClock, fakeEtcd, flush, track } from './clock.fake.js';
-import { Etcd } from './etcd.js';
+import { deferred, fakeClock, flush, track } from './clock.fake.js';
+import { fakeEtcd } from './etcd.fake.js';
+import { Etcd } from './transport/etcd.js';
 import {
   EtcdRequestError,
   EtcdUnavailableError,

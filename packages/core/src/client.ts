@@ -1,6 +1,6 @@
 import { raceSignal, systemClock, type Clock } from './clock.js';
 import { ClientClosedError, type LeaseholdError, type LeaseLostError } from './errors.js';
-import { Etcd } from './etcd.js';
+import { Etcd } from './transport/etcd.js';
 import { Listeners } from './latch.js';
 import { campaign, type CampaignOptions, type Leadership } from './election.js';
 import { toHolder, type Holder } from './hold.js';
@@ -35,9 +35,9 @@ import { Queue } from './queue.js';
 import { Session, sessionSettings, type SessionOptions } from './session.js';
 import { Watch } from './watch.js';
 import { errField, toLogger, type Logger } from './logger.js';
-import { endpointOf } from './endpoint.js';
+import { endpointOf } from './transport/members.js';
 import { StallMonitor, type StallEvent } from './stall.js';
-import { Telemetry, telemetryOf, validateTelemetry, type TelemetryOptions } from './telemetry.js';
+import { Telemetry, validateTelemetry, type TelemetryOptions } from './telemetry.js';
 
 export interface ConnectOptions {
   /** `http(s)://host:port` of one or more etcd members (a comma-separated string works too). */
@@ -230,7 +230,7 @@ export class Leasehold implements AsyncDisposable {
     stallThresholdMs: number = defaults.stallThresholdMs,
   ) {
     this.etcd = etcd;
-    const telemetry = telemetryOf(etcd);
+    const telemetry = etcd.telemetry;
     this.#unobserve = telemetry.observeSessions(() => this.#sessions.values());
     this.#stallMonitor = new StallMonitor(
       clock,
@@ -435,7 +435,7 @@ export class Leasehold implements AsyncDisposable {
   }
 
   #stalled(stalledMs: number, sessions: Session[]): void {
-    const telemetry = telemetryOf(this.etcd);
+    const telemetry = this.etcd.telemetry;
     telemetry.stalled(stalledMs);
     for (const session of sessions) {
       // Closed before the stall (after the monitor's last look): it held nothing meanwhile.
@@ -457,7 +457,7 @@ export class Leasehold implements AsyncDisposable {
 
   #report(error: LeaseholdError): void {
     const endpoint = endpointOf(error);
-    telemetryOf(this.etcd).log.warn(
+    this.etcd.telemetry.log.warn(
       { ...(endpoint === undefined ? {} : { endpoint }), err: errField(error) },
       'background clean-up failed',
     );
@@ -478,7 +478,7 @@ export class Leasehold implements AsyncDisposable {
       this.#stallMonitor.stop();
       this.etcd.close();
       this.#unobserve();
-      telemetryOf(this.etcd).log.info(
+      this.etcd.telemetry.log.info(
         { endpoints: this.etcd.options.endpoints },
         'leasehold client closed',
       );

@@ -2,7 +2,8 @@
  * An election maker on the fakes of `clock.fake.ts`: one session (lease 255, one hour's TTL,
  * so it outlives every clock movement), a queue over the fake watch of `E/`.
  */
-import { fakeClock, fakeEtcd, fakeWatch, flush } from './clock.fake.js';
+import { fakeClock, flush } from './clock.fake.js';
+import { fakeEtcd, fakeWatch } from './etcd.fake.js';
 import type { ElectionMaker } from './election.js';
 import { Queue } from './queue.js';
 import { Session } from './session.js';

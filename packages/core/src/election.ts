@@ -11,7 +11,6 @@ import { sessionFor } from './mutex.js';
 import { checkOptions, encodeName, validateDurationMs, validateValue } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
 import type { Session } from './session.js';
-import { telemetryOf } from './telemetry.js';
 
 export interface CampaignOptions {
   /** Stop waiting when aborted; the promise rejects with `signal.reason`. */
@@ -48,28 +47,48 @@ const lostError =
  * after `timeoutMs`, the session's `LeaseLostError` if it is lost while waiting, and a
  * `LeadershipLostError` if the candidate's key vanishes; the candidacy is then withdrawn.
  */
-export function campaign(
+export async function campaign(
   maker: ElectionMaker,
   election: string,
   value: string,
   options: CampaignOptions,
 ): Promise<Leadership> {
+  return campaignAs(maker, candidate(election, value), options);
+}
+
+/** A validated candidacy: the election's name and key segment, and the value as given and as bytes. */
+export interface Candidate {
+  election: string;
+  segment: string;
+  value: string;
+  bytes: Buffer;
+}
+
+/** Checks an election name and a candidate value once (`lead()` campaigns many times). */
+export function candidate(election: string, value: string): Candidate {
+  const segment = encodeName(election, 'election');
+  return { election, segment, value, bytes: Buffer.from(validateValue('value', value)) };
+}
+
+/** {@link campaign} for a candidacy already checked. */
+export function campaignAs(
+  maker: ElectionMaker,
+  who: Candidate,
+  options: CampaignOptions,
+): Promise<Leadership> {
   const span = 'leasehold.election.campaign';
-  return telemetryOf(maker.elections.etcd).acquisition('election', span, election, options, (j) =>
-    campaignNow(maker, election, value, options, j),
+  return maker.elections.etcd.telemetry.acquisition('election', span, who.election, options, (j) =>
+    campaignNow(maker, who, options, j),
   );
 }
 
 async function campaignNow(
   maker: ElectionMaker,
-  election: string,
-  value: string,
+  { election, segment, value, bytes }: Candidate,
   options: CampaignOptions,
   joined: (entry: Entry) => void,
 ): Promise<Leadership> {
   checkOptions(options, ['signal', 'timeoutMs', 'session']);
-  const segment = encodeName(election, 'election');
-  const bytes = Buffer.from(validateValue('value', value));
   const ms =
     options.timeoutMs === undefined
       ? undefined

@@ -80,3 +80,32 @@ describe('errors', () => {
     expect(isLeaseholdError(null)).toBe(false);
   });
 });
+
+describe('lost holds', () => {
+  it('a lost lock and a lost leadership share one shape and one guard, and keep their own', async () => {
+    const {
+      LockLostError,
+      LeadershipLostError,
+      HoldLostError,
+      isHoldLostError,
+      isLockLostError,
+      isLeadershipLostError,
+    } = await import('./errors.js');
+    const lock = new LockLostError('deleted', '/l/k/1', 5n, 'lock lost');
+    const term = new LeadershipLostError('session', 'e', '/e/e/1', 6n, 'term lost');
+    for (const err of [lock, term]) {
+      expect(err).toBeInstanceOf(HoldLostError);
+      expect(isHoldLostError(err)).toBe(true);
+    }
+    expect([lock.reason, lock.key, lock.token]).toEqual(['deleted', '/l/k/1', 5n]);
+    expect([term.reason, term.election, term.key, term.token]).toEqual([
+      'session',
+      'e',
+      '/e/e/1',
+      6n,
+    ]);
+    expect([isLockLostError(lock), isLockLostError(term)]).toEqual([true, false]);
+    expect([isLeadershipLostError(term), isLeadershipLostError(lock)]).toEqual([true, false]);
+    expect(isHoldLostError(new Error('x'))).toBe(false);
+  });
+});

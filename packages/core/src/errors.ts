@@ -241,15 +241,33 @@ export class LockTimeoutError extends LeaseholdError {
  */
 export type LockLostReason = 'session' | 'deleted' | 'overwritten' | 'expired-in-queue';
 
-export class LockLostError extends LeaseholdError {
+/**
+ * What every lost hold says, a lock's ({@link LockLostError}) or a leadership's
+ * ({@link LeadershipLostError}): why, and the key and token it held (or waited with).
+ */
+export class HoldLostError extends LeaseholdError {
   constructor(
+    code: 'LOCK_LOST' | 'LEADERSHIP_LOST',
     readonly reason: LockLostReason,
     readonly key: string,
     readonly token: bigint,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super('LOCK_LOST', message, options);
+    super(code, message, options);
+  }
+}
+
+/** A held lock (or a queued waiter) can no longer be trusted; `reason` says why. */
+export class LockLostError extends HoldLostError {
+  constructor(
+    reason: LockLostReason,
+    key: string,
+    token: bigint,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super('LOCK_LOST', reason, key, token, message, options);
   }
 }
 
@@ -280,16 +298,16 @@ export class CampaignTimeoutError extends LeaseholdError {
  * A leadership (or a waiting candidacy) can no longer be trusted; `reason` as for locks
  * ({@link LockLostReason}). The fencing token of the term is `token`.
  */
-export class LeadershipLostError extends LeaseholdError {
+export class LeadershipLostError extends HoldLostError {
   constructor(
-    readonly reason: LockLostReason,
+    reason: LockLostReason,
     readonly election: string,
-    readonly key: string,
-    readonly token: bigint,
+    key: string,
+    token: bigint,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super('LEADERSHIP_LOST', message, options);
+    super('LEADERSHIP_LOST', reason, key, token, message, options);
   }
 }
 
@@ -355,6 +373,8 @@ export const isClientClosedError = guard<ClientClosedError>('CLIENT_CLOSED');
 export const isLockTakenError = guard<LockTakenError>('LOCK_TAKEN');
 export const isLockTimeoutError = guard<LockTimeoutError>('LOCK_TIMEOUT');
 export const isLockLostError = guard<LockLostError>('LOCK_LOST');
+/** A lost lock or leadership: {@link HoldLostError}. */
+export const isHoldLostError = guard<HoldLostError>('LOCK_LOST', 'LEADERSHIP_LOST');
 export const isLockReleasedError = guard<LockReleasedError>('LOCK_RELEASED');
 export const isCampaignTimeoutError = guard<CampaignTimeoutError>('CAMPAIGN_TIMEOUT');
 export const isLeadershipLostError = guard<LeadershipLostError>('LEADERSHIP_LOST');

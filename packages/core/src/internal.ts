@@ -2,9 +2,14 @@
  * For leasehold's own packages only (e.g. `@leasehold/fence/etcd`). Not part of the public API
  * and free to change in any release.
  */
-import type { IResponseHeader, KVClient } from 'etcd3';
+import type { IKeyValue, IResponseHeader, KVClient } from 'etcd3';
 import type { Leasehold } from './client.js';
-import { telemetryOf } from './telemetry.js';
+import { readPrefix } from './keys.js';
+
+// The helpers sibling packages share with core, so that none keeps a copy that drifts.
+export { Listeners, LossLatch } from './latch.js';
+export { prefixEnd, rangeOf } from './keys.js';
+export { checkOptions, describe as describeValue, encodeName, invalid } from './options.js';
 
 /**
  * Runs one etcd KV call through a client with every check its own calls get: the client must be
@@ -53,7 +58,7 @@ export function counter(
   name: string,
   options: { description: string; unit: string },
 ): (attributes?: Record<string, string>) => void {
-  const meter = telemetryOf(client.etcd).meter;
+  const meter = client.etcd.telemetry.meter;
   let instrument: { add(value: number, attributes?: Record<string, string>): void } | undefined;
   try {
     instrument = meter.createCounter(name, options);
@@ -79,3 +84,18 @@ export const queuePrefixes = (client: Leasehold): readonly string[] => [
   client.lockPrefix,
   client.electionPrefix,
 ];
+
+/**
+ * Every key under `prefix` at one revision (in pages of `pageKeys`, with values unless
+ * `keysOnly`), through the client's checked, retried reads. Resolves with the revision read at.
+ */
+export function readAll(
+  client: Leasehold,
+  prefix: string,
+  options: { keysOnly?: boolean; pageKeys: number },
+): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
+  return readPrefix((request) => client.etcd.range('range', request), prefix, {
+    keysOnly: options.keysOnly ?? false,
+    pageKeys: options.pageKeys,
+  });
+}

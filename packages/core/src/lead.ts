@@ -4,7 +4,7 @@
  * shutdown, let the work drain for a bounded time, then resign so the next leader starts at once.
  */
 import { anySignal, raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
-import { campaign, type ElectionMaker, type Leadership } from './election.js';
+import { campaignAs, candidate, type ElectionMaker, type Leadership } from './election.js';
 import {
   ClientClosedError,
   isEtcdUnavailableError,
@@ -16,13 +16,11 @@ import { LossLatch } from './latch.js';
 import {
   checkOptions,
   defaults,
-  encodeName,
   invalid,
   MAX_TIMER_MS,
   tunables,
   validateDurationMs,
   validateSignal,
-  validateValue,
 } from './options.js';
 import { assertSession, type Session } from './session.js';
 
@@ -85,8 +83,7 @@ export async function lead(
     'onElected',
     'onLost',
   ]);
-  encodeName(election, 'election');
-  validateValue('value', value);
+  const who = candidate(election, value);
   if (typeof work !== 'function') throw invalid('work', 'a function to run while leader', work);
   const shutdown = validateSignal(options.signal);
   const session = options.session === undefined ? undefined : assertSession(options.session);
@@ -121,7 +118,7 @@ export async function lead(
     for (let delay: number = tunables.retryMinMs; !shutdown?.aborted;) {
       let leadership: Leadership;
       try {
-        leadership = await campaign(maker, election, value, {
+        leadership = await campaignAs(maker, who, {
           ...(shutdown && { signal: shutdown }),
           ...(session && { session }),
         });

@@ -21,7 +21,6 @@ import {
 } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
 import { assertSession, type Session } from './session.js';
-import { telemetryOf } from './telemetry.js';
 
 /** Tells the acquisition's telemetry that its key is in the queue (see `Telemetry.acquisition`). */
 type Joined = (entry: Entry) => void;
@@ -66,7 +65,7 @@ const lostError: LostError = (reason, entry, cause) => {
 /** Waits for the lock `name` (FIFO) and returns it held. */
 export function acquire(maker: LockMaker, name: string, options: AcquireOptions): Promise<Lock> {
   const span = 'leasehold.lock.acquire';
-  return telemetryOf(maker.locks.etcd).acquisition('lock', span, name, options, (joined) =>
+  return maker.locks.etcd.telemetry.acquisition('lock', span, name, options, (joined) =>
     acquireNow(maker, name, options, joined),
   );
 }
@@ -99,7 +98,7 @@ export function tryAcquire(
   options: TryAcquireOptions,
 ): Promise<Lock> {
   const span = 'leasehold.lock.try_acquire';
-  return telemetryOf(maker.locks.etcd).acquisition('lock', span, name, options, (joined) =>
+  return maker.locks.etcd.telemetry.acquisition('lock', span, name, options, (joined) =>
     tryAcquireNow(maker, name, options, joined),
   );
 }
@@ -119,7 +118,7 @@ async function tryAcquireNow(
   const why = `lock ${JSON.stringify(name)}: an earlier hold of it on this session was still being removed from etcd after ${ms} ms`;
   const [session, signal] = await sessionFor(maker, options, undefined);
   const key = `${maker.locks.range(segment)}${session.leaseId.toString(16)}`;
-  if (session.busy(key) !== undefined) {
+  if (maker.locks.busy(key) !== undefined) {
     // This session holds it or already waits for it: report whoever is first right now.
     const first = await raceSignal(maker.locks.first(segment), signal);
     throw new LockTakenError(

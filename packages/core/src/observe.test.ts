@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { deferred, fakeClock, fakeEtcd, fakeWatch, flush } from './clock.fake.js';
+import { deferred, fakeClock, flush } from './clock.fake.js';
+import { fakeEtcd, fakeWatch } from './etcd.fake.js';
 import { ClusterChangedError } from './errors.js';
 import { Observer } from './observe.js';
 import { Queue } from './queue.js';

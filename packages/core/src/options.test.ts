@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isInvalidArgumentError } from './errors.js';
-import { prefixEnd } from './etcd.js';
+import { prefixEnd } from './keys.js';
 import {
   checkOptions,
   defaultSafetyMarginMs,

@@ -1,15 +1,7 @@
 import type { ICompare, ITxnRequest, ITxnResponse } from 'etcd3';
 import { describe, expect, it } from 'vitest';
-import {
-  deferred,
-  fakeClock,
-  fakeEtcd,
-  fakeWatch,
-  flush,
-  track,
-  type FakeCall,
-  type FakeClock,
-} from './clock.fake.js';
+import { deferred, fakeClock, flush, track, type FakeClock } from './clock.fake.js';
+import { fakeEtcd, fakeWatch, type FakeCall } from './etcd.fake.js';
 import {
   EtcdRequestError,
   EtcdUnavailableError,
@@ -162,7 +154,7 @@ describe('Queue join', () => {
   });
 
   it('sweeps a key of a live session that no entry owns, and leaves owned keys alone', async () => {
-    const { join, store, queue, session, count } = await setup();
+    const { join, store, queue, count } = await setup();
     const held = await join();
     store.put(`L/other/${LEASE.toString(16)}`, { lease: LEASE }); // a join that landed late
     store.put('L/third/1', { lease: 1 }); // someone else's
@@ -172,7 +164,7 @@ describe('Queue join', () => {
     expect(store.has(`L/other/${LEASE.toString(16)}`)).toBe(false);
     expect(store.has('L/third/1')).toBe(true);
     expect(store.has(held.key)).toBe(true);
-    expect(session.owns(held.key)).toBe(true);
+    expect(queue.busy(held.key)).toBeDefined();
   });
 
   it('rejects with signal.reason while waiting for this session’s earlier entry, sending nothing', async () => {

@@ -17,10 +17,13 @@
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { anySignal, raceSignal, type Clock } from './clock.js';
 import type { LockLostReason } from './errors.js';
-import { cleanUp, isEnded, prefixEnd, type Etcd, type Report } from './etcd.js';
+import { prefixEnd, rangeOf } from './keys.js';
+import { cleanUp, isEnded, type Report } from './transport/cleanup.js';
+import type { Etcd } from './transport/etcd.js';
 import { LossLatch } from './latch.js';
-import type { Session, Slot } from './session.js';
-import { rangeOf, type Watch, type WatchEvent } from './watch.js';
+import type { Session } from './session.js';
+import { Slots, type Slot } from './slots.js';
+import type { Watch, WatchEvent } from './watch.js';
 
 /** Builds the error an entry ends with; locks and elections word it their own way. */
 export type LostError = (reason: LockLostReason, entry: Entry, cause?: unknown) => Error;
@@ -49,6 +52,9 @@ export const isLeaseNotFound = (err: unknown): boolean =>
   /requested lease not found/.test(String((err as Error | undefined)?.message));
 
 export class Queue {
+  /** Local turns at each key: one session's entries for one name take the key one at a time. */
+  readonly #slots = new Slots();
+
   constructor(
     readonly etcd: Etcd,
     readonly watch: Watch,
@@ -64,6 +70,11 @@ export class Queue {
      */
     readonly reserved: readonly string[] = [],
   ) {}
+
+  /** If an entry of this client holds or waits for `key`: its token (0 while it still waits). */
+  busy(key: string): bigint | undefined {
+    return this.#slots.busy(key);
+  }
 
   /** The queue of `segment` (an encoded name). */
   range(segment: string): string {
@@ -91,7 +102,7 @@ export class Queue {
   ): Promise<Entry> {
     const range = this.range(segment);
     const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
-    const slot = session.enter(key.toString());
+    const slot = this.#slots.enter(key.toString());
     try {
       await raceSignal(slot.turn, anySignal(opts.signal, opts.turnSignal));
       session.throwIfLost();
@@ -189,9 +200,9 @@ export class Queue {
       const key = kv.key.toString();
       const named = session && key === `${rangeOf(key)}${session.leaseId.toString(16)}`;
       // Keys from before this process resumed the lease are the caller's to resume or revoke.
-      if (!named || session.isLost || session.owns(key)) continue;
+      if (!named || session.isLost || this.#slots.owns(key)) continue;
       if (revisionOf(kv) <= session.startRevision) continue;
-      const slot = session.enter(key);
+      const slot = this.#slots.enter(key);
       void this.remove('sweep', session, kv.key, byCreate(kv.key, revisionOf(kv)), slot);
     }
   }
@@ -240,17 +251,22 @@ export class Queue {
 }
 
 /**
+ * Where an entry is: waiting for the keys `ahead` of it to go (trusting events alone only while
+ * not `unsure`: see `Watch`), first (holding), or ended (lost, or removed by its owner; no
+ * event or read moves it again).
+ */
+type EntryState =
+  { kind: 'waiting'; ahead: Set<string>; unsure: boolean } | { kind: 'first' } | { kind: 'ended' };
+
+/**
  * One session's key in one queue: waiting, then first (holding), then ended. Owned by the handle
  * that made it (a lock or a campaign), which turns its end into that handle's error.
  */
 export class Entry {
   readonly #end = new LossLatch<Error>();
-  #ahead = new Set<string>();
+  #state: EntryState = { kind: 'waiting', ahead: new Set(), unsure: false };
   /** Events below this revision are already reflected in what the entry knows. */
   #from = 0n;
-  /** Events alone are not trusted until the watch's next read (see `Watch`). */
-  #unsure = false;
-  #isFirst = false;
   #becameFirst = () => {};
   readonly #first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
   #stop = () => {};
@@ -281,11 +297,17 @@ export class Entry {
     found: { holder: IKeyValue | undefined; adopted: IKeyValue | undefined },
   ): void {
     this.holder = found.holder;
-    this.#ahead = new Set(ahead.map((kv) => kv.key.toString()));
+    this.#state = {
+      kind: 'waiting',
+      ahead: new Set(ahead.map((kv) => kv.key.toString())),
+      unsure: false,
+    };
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
       events: (batch) => this.#events(batch),
-      unsure: () => void (this.#unsure = true),
+      unsure: () => {
+        if (this.#state.kind === 'waiting') this.#state.unsure = true;
+      },
       read: (kvs, readAt) => this.#read(kvs, readAt),
     });
     const signal = this.session.signal;
@@ -297,7 +319,8 @@ export class Entry {
       sub[Symbol.dispose]();
       lost[Symbol.dispose]();
     };
-    if (this.#removing) this.#stop(); // a replayed event ended it while subscribing
+    // A replayed event may have ended it while subscribing.
+    if ((this.#state as EntryState).kind === 'ended') this.#stop();
     if (signal.aborted) onLost();
     // A key named after this lease but written by someone else on another lease is not ours.
     if (found.adopted && found.adopted.lease !== this.session.leaseId.toString()) {
@@ -313,7 +336,7 @@ export class Entry {
 
   /** Whether this entry is first in its queue (holds). */
   get isFirst(): boolean {
-    return this.#isFirst && !this.#end.reason;
+    return this.#state.kind === 'first';
   }
 
   /** Aborts with the entry's error when it ends other than by `remove()`. */
@@ -368,6 +391,7 @@ export class Entry {
    * newer entry's key. Idempotent. See {@link Queue.remove} for failures.
    */
   remove(what: 'release' | 'resign' | 'withdraw'): Promise<void> {
+    this.#state = { kind: 'ended' };
     this.#stop();
     const key = Buffer.from(this.key);
     this.#removing ??= this.queue.remove(
@@ -382,24 +406,32 @@ export class Entry {
 
   /** One revision's events in the queue: its own key's fate first, then the keys ahead. */
   #events(batch: readonly WatchEvent[]): void {
-    if (batch[0]!.revision < this.#from || this.#end.reason) return;
+    if (batch[0]!.revision < this.#from || this.#state.kind === 'ended') return;
     for (const { kind, kv } of batch) {
       if (kv.key.toString() !== this.key) continue;
-      if (kind === 'delete') return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
+      if (kind === 'delete') return this.#lose(this.#gone());
       if (kv.lease !== this.session.leaseId.toString() || revisionOf(kv) !== this.token) {
         return this.#lose('overwritten');
       }
     }
+    const state = this.#state;
+    if (state.kind !== 'waiting') return;
     let moved = false;
     for (const { kind, kv } of batch) {
-      if (kind === 'delete' && this.#ahead.delete(kv.key.toString())) moved = true;
+      if (kind === 'delete' && state.ahead.delete(kv.key.toString())) moved = true;
     }
     if (moved) this.#maybeFirst();
   }
 
+  /** Why an entry whose key is gone ended: a holder's was deleted, a waiter's expired. */
+  #gone(): LockLostReason {
+    return this.#state.kind === 'first' ? 'deleted' : 'expired-in-queue';
+  }
+
   #maybeFirst(): void {
-    if (this.#isFirst || this.#unsure || this.#ahead.size > 0 || this.#end.reason) return;
-    this.#isFirst = true;
+    const state = this.#state;
+    if (state.kind !== 'waiting' || state.unsure || state.ahead.size > 0) return;
+    this.#state = { kind: 'first' };
     this.slot.held(this.token);
     this.#becameFirst();
   }
@@ -411,21 +443,25 @@ export class Entry {
    * the intersection of the two. An entry that joined after the read cannot use it.
    */
   #read(kvs: IKeyValue[], readAt: bigint): void {
-    if (this.#end.reason || this.#removing || this.token > readAt) return;
+    const state = this.#state;
+    if (state.kind === 'ended' || this.token > readAt) return;
     const mine = kvs.find((kv) => kv.key.toString() === this.key);
-    if (!mine || revisionOf(mine) !== this.token) {
-      return this.#lose(this.#isFirst ? 'deleted' : 'expired-in-queue');
-    }
+    if (!mine || revisionOf(mine) !== this.token) return this.#lose(this.#gone());
     if (mine.lease !== this.session.leaseId.toString()) return this.#lose('overwritten');
-    const ahead = kvs.filter((kv) => revisionOf(kv) < this.token).map((kv) => kv.key.toString());
-    this.#ahead = new Set(ahead.filter((key) => this.#ahead.has(key)));
     if (readAt >= this.#from) this.#from = readAt + 1n;
-    this.#unsure = false;
+    if (state.kind !== 'waiting') return;
+    const ahead = kvs.filter((kv) => revisionOf(kv) < this.token).map((kv) => kv.key.toString());
+    this.#state = {
+      kind: 'waiting',
+      ahead: new Set(ahead.filter((k) => state.ahead.has(k))),
+      unsure: false,
+    };
     this.#maybeFirst();
   }
 
   #lose(reason: LockLostReason, cause?: unknown): void {
-    if (this.#end.reason || this.#removing) return;
+    if (this.#state.kind === 'ended') return;
+    this.#state = { kind: 'ended' };
     this.#end.trip(this.lostError(reason, this, cause));
     // Deleted: nothing to remove. Overwritten: the key still blocks the queue. Session: its keys
     // go with the lease. `remove` handles all three.

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { fakeClock, fakeEtcd, flush } from './clock.fake.js';
+import { fakeClock, flush } from './clock.fake.js';
+import { fakeEtcd } from './etcd.fake.js';
 import { isLeaseLostError, type LeaseLostError } from './errors.js';
 import { answerTimeoutMs, Session } from './session.js';
 
@@ -145,27 +146,6 @@ describe('Session close and revoke', () => {
     await flush();
     expect(revokes.length).toBe(count);
     expect(reports.length).toBe(2); // the first failure, then giving up
-  });
-});
-
-describe('Session local slots', () => {
-  it('lets one entry per key in at a time, in order, and says who holds', async () => {
-    const { session } = await started();
-    const a = session.enter('k');
-    const b = session.enter('k');
-    await a.turn;
-    let bIn = false;
-    void b.turn.then(() => (bIn = true));
-    await flush();
-    expect(bIn).toBe(false);
-    a.held(7n);
-    expect(session.busy('k')).toBe(7n);
-    a.leave();
-    await flush();
-    expect(bIn).toBe(true);
-    b.idle();
-    expect(session.busy('k')).toBeUndefined();
-    b.leave();
   });
 });
 

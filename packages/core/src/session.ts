@@ -9,11 +9,12 @@ import {
   SessionClosedError,
   type LeaseholdError,
 } from './errors.js';
-import { cleanUp, endStream, type Etcd, type Report, type Stream } from './etcd.js';
+import { cleanUp, type Report } from './transport/cleanup.js';
+import { endStream, type Etcd, type Stream } from './transport/etcd.js';
 import { LossLatch } from './latch.js';
 import { assertTimeLeft } from './stall.js';
-import { telemetryOf, type Telemetry } from './telemetry.js';
-import { endpointOf } from './endpoint.js';
+import type { Telemetry } from './telemetry.js';
+import { endpointOf } from './transport/members.js';
 import {
   defaultSafetyMarginMs,
   defaults,
@@ -46,18 +47,6 @@ export interface SessionOptions {
 }
 
 type KeepAliveStream = Stream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
-
-/** One entry's turn in this session's local queue of a key (see {@link Session.enter}). */
-export interface Slot {
-  /** Resolves when every earlier entry for the key on this session has left. */
-  readonly turn: Promise<void>;
-  /** No longer contending or holding; its key may still be being removed. */
-  idle(): void;
-  /** It holds, with this token (for `LockTakenError` of a local `tryAcquire`). */
-  held(token: bigint): void;
-  /** Its key is gone from etcd: the next entry may create it. */
-  leave(): void;
-}
 
 /** Validated session options, with defaults (`name` says where they came from in errors). */
 export function sessionSettings(options: SessionOptions, name = 'options') {
@@ -190,7 +179,6 @@ export class Session implements AsyncDisposable {
   readonly #latch = new LossLatch<LeaseLostError>(() => this.#checkDeadline());
   readonly #lost = new LossLatch<LeaseLostError>();
   readonly #sentAt: number[] = [];
-  readonly #slots = new Map<string, { tail: Promise<void>; active: number; token?: bigint }>();
   /** Timers and listeners by name; every one is stopped when the session ends. */
   readonly #stops = new Map<string, () => void>();
   #expiresAt: number;
@@ -318,7 +306,7 @@ export class Session implements AsyncDisposable {
 
   /** @internal Where this session's logs and metrics go. */
   get telemetry(): Telemetry {
-    return telemetryOf(this.etcd);
+    return this.etcd.telemetry;
   }
 
   /**
@@ -389,46 +377,6 @@ export class Session implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
-  }
-
-  /**
-   * @internal Serialises this session's entries for one queue key. The key is named after the
-   * lease, so two entries at once would share it; each waits until the previous one's key is
-   * gone from etcd, then creates it afresh with its own create revision (its own token).
-   */
-  enter(key: string): Slot {
-    const record = this.#slots.get(key) ?? { tail: Promise.resolve(), active: 0 };
-    this.#slots.set(key, record);
-    const turn = record.tail;
-    let left!: () => void;
-    const mine = turn.then(() => new Promise<void>((resolve) => (left = resolve)));
-    record.tail = mine;
-    record.active++;
-    void mine.then(() => record.tail === mine && this.#slots.delete(key));
-    let active = true;
-    const idle = () => {
-      if (active) record.active--;
-      active = false;
-    };
-    const leave = () => {
-      idle();
-      void turn.then(() => left());
-    };
-    return { turn, idle, leave, held: (token) => void (record.token = token) };
-  }
-
-  /** @internal Whether any entry of this session has `key`: holding, waiting or removing it. */
-  owns(key: string): boolean {
-    return this.#slots.has(key);
-  }
-
-  /**
-   * @internal If an entry of this session holds or contends for `key` right now: the token it
-   * holds with (0 while it is still waiting).
-   */
-  busy(key: string): bigint | undefined {
-    const record = this.#slots.get(key);
-    return record && record.active > 0 ? (record.token ?? 0n) : undefined;
   }
 
   /** Calls `fn` at `at` (replacing the timer of the same name); all stop when the session ends. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Leasehold } from './client.js';
-import { fakeClock, fakeEtcd, flush } from './clock.fake.js';
+import { fakeClock, flush } from './clock.fake.js';
+import { fakeEtcd } from './etcd.fake.js';
 import { fakeElections } from './election.fake.js';
 import { campaign } from './election.js';
 import {

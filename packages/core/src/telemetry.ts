@@ -30,8 +30,8 @@ import {
 } from '@opentelemetry/api';
 import { systemClock, type Clock } from './clock.js';
 import { isLeaseholdError, type LeaseLostError } from './errors.js';
-import { endpointOf } from './endpoint.js';
-import { errField, hex, silentLogger, type Logger } from './logger.js';
+import { endpointOf } from './transport/members.js';
+import { errField, hex, type Logger } from './logger.js';
 import { invalid } from './options.js';
 
 /**
@@ -103,22 +103,98 @@ export function validateTelemetry(value: unknown): TelemetryOptions {
   return t;
 }
 
+/**
+ * Every instrument the SDK records, with its metric name, kind, description and unit (UCUM):
+ * the one table they are made from.
+ */
+const INSTRUMENTS = {
+  keepalive: {
+    kind: 'histogram',
+    description: 'Round trip of a lease keepalive: from its send to its answer',
+    unit: 'ms',
+  },
+  remaining: {
+    kind: 'gauge',
+    description: "Time left before a live session's local lease deadline",
+    unit: 'ms',
+  },
+  sessionsLost: {
+    kind: 'counter',
+    description: 'Sessions lost, by reason (deadline, gone, cluster-changed)',
+    unit: '{session}',
+  },
+  acquisitions: {
+    kind: 'counter',
+    description: 'Lock acquisitions and election campaigns, by kind and outcome',
+    unit: '{acquisition}',
+  },
+  wait: {
+    kind: 'histogram',
+    description: 'Time from joining a queue to being first in it (acquired or elected)',
+    unit: 'ms',
+  },
+  handoffs: {
+    kind: 'counter',
+    description: 'Acquisitions that waited behind another holder and then got the lock or term',
+    unit: '{handoff}',
+  },
+  tokens: {
+    kind: 'counter',
+    description: 'Fencing tokens issued to this process (locks acquired, terms won)',
+    unit: '{token}',
+  },
+  leadership: {
+    kind: 'counter',
+    description: 'Changes of leadership held by this process (elected, lost, resigned)',
+    unit: '{change}',
+  },
+  stalls: {
+    kind: 'counter',
+    description: 'Event-loop stalls at or above stallThresholdMs while sessions were live',
+    unit: '{stall}',
+  },
+  stallDuration: {
+    kind: 'histogram',
+    description: 'How long the event loop was stalled (at least)',
+    unit: 'ms',
+  },
+} as const satisfies Record<
+  Exclude<keyof typeof metricNames, 'cronRuns'>,
+  { kind: 'counter' | 'histogram' | 'gauge'; description: string; unit: string }
+>;
+
+type Instruments = {
+  [K in keyof typeof INSTRUMENTS]: {
+    counter: Counter;
+    histogram: Histogram;
+    gauge: ObservableGauge;
+  }[(typeof INSTRUMENTS)[K]['kind']];
+};
+
+/** Makes every instrument of the table on `meter`. */
+function instruments(meter: Meter): Instruments {
+  const made: Record<string, unknown> = {};
+  for (const [key, { kind, description, unit }] of Object.entries(INSTRUMENTS)) {
+    const name = metricNames[key as keyof typeof INSTRUMENTS];
+    const valueType = unit === 'ms' ? ValueType.DOUBLE : ValueType.INT;
+    const options = { description, unit, valueType };
+    made[key] =
+      kind === 'counter'
+        ? meter.createCounter(name, options)
+        : kind === 'histogram'
+          ? meter.createHistogram(name, options)
+          : meter.createObservableGauge(name, options);
+  }
+  return made as Instruments;
+}
+
 /** The SDK's logger, meter and tracer, one per client. */
 export class Telemetry {
   readonly log: Logger;
   readonly meter: Meter;
   readonly #tracer: Tracer;
   readonly #clock: Clock;
-  readonly #keepalive: Histogram;
-  readonly #remaining: ObservableGauge;
-  readonly #sessionsLost: Counter;
-  readonly #acquisitions: Counter;
-  readonly #wait: Histogram;
-  readonly #handoffs: Counter;
-  readonly #tokens: Counter;
-  readonly #leadership: Counter;
-  readonly #stalls: Counter;
-  readonly #stallDuration: Histogram;
+  readonly #i: Instruments;
 
   constructor(log: Logger, options: TelemetryOptions = {}, clock: Clock = systemClock) {
     this.log = log;
@@ -132,74 +208,10 @@ export class Telemetry {
       log,
     );
     // A provider whose instruments throw (or are missing) gets no-op ones: never a failed connect.
-    const noop = createNoopMeter();
-    const instrument = <T>(create: (meter: Meter) => T): T =>
-      orElse(
-        () => create(this.meter),
-        () => create(noop),
-        log,
-      );
-    const ms = { unit: 'ms', valueType: ValueType.DOUBLE };
-    const count = (unit: string) => ({ unit, valueType: ValueType.INT });
-    this.#keepalive = instrument((m) =>
-      m.createHistogram(metricNames.keepalive, {
-        description: 'Round trip of a lease keepalive: from its send to its answer',
-        ...ms,
-      }),
-    );
-    this.#remaining = instrument((m) =>
-      m.createObservableGauge(metricNames.remaining, {
-        description: "Time left before a live session's local lease deadline",
-        ...ms,
-      }),
-    );
-    this.#sessionsLost = instrument((m) =>
-      m.createCounter(metricNames.sessionsLost, {
-        description: 'Sessions lost, by reason (deadline, gone, cluster-changed)',
-        ...count('{session}'),
-      }),
-    );
-    this.#acquisitions = instrument((m) =>
-      m.createCounter(metricNames.acquisitions, {
-        description: 'Lock acquisitions and election campaigns, by kind and outcome',
-        ...count('{acquisition}'),
-      }),
-    );
-    this.#wait = instrument((m) =>
-      m.createHistogram(metricNames.wait, {
-        description: 'Time from joining a queue to being first in it (acquired or elected)',
-        ...ms,
-      }),
-    );
-    this.#handoffs = instrument((m) =>
-      m.createCounter(metricNames.handoffs, {
-        description: 'Acquisitions that waited behind another holder and then got the lock or term',
-        ...count('{handoff}'),
-      }),
-    );
-    this.#tokens = instrument((m) =>
-      m.createCounter(metricNames.tokens, {
-        description: 'Fencing tokens issued to this process (locks acquired, terms won)',
-        ...count('{token}'),
-      }),
-    );
-    this.#leadership = instrument((m) =>
-      m.createCounter(metricNames.leadership, {
-        description: 'Changes of leadership held by this process (elected, lost, resigned)',
-        ...count('{change}'),
-      }),
-    );
-    this.#stalls = instrument((m) =>
-      m.createCounter(metricNames.stalls, {
-        description: 'Event-loop stalls at or above stallThresholdMs while sessions were live',
-        ...count('{stall}'),
-      }),
-    );
-    this.#stallDuration = instrument((m) =>
-      m.createHistogram(metricNames.stallDuration, {
-        description: 'How long the event loop was stalled (at least)',
-        ...ms,
-      }),
+    this.#i = orElse(
+      () => instruments(this.meter),
+      () => instruments(createNoopMeter()),
+      log,
     );
   }
 
@@ -217,19 +229,19 @@ export class Telemetry {
         // never break the provider's collection
       }
     };
-    this.#safely(() => this.#remaining.addCallback(gauge));
-    return () => this.#safely(() => this.#remaining.removeCallback(gauge));
+    this.#safely(() => this.#i.remaining.addCallback(gauge));
+    return () => this.#safely(() => this.#i.remaining.removeCallback(gauge));
   }
 
   keepalive(roundTripMs: number): void {
-    this.#safely(() => this.#keepalive.record(roundTripMs));
+    this.#safely(() => this.#i.keepalive.record(roundTripMs));
   }
 
   /** A session ended: counted and logged if lost, logged if closed. */
   sessionEnded(error: LeaseLostError): void {
     const fields = { leaseId: hex(error.leaseId), reason: error.reason };
     if (error.reason === 'closed') return this.log.debug(fields, 'session closed');
-    this.#safely(() => this.#sessionsLost.add(1, { reason: error.reason }));
+    this.#safely(() => this.#i.sessionsLost.add(1, { reason: error.reason }));
     this.log.warn({ ...fields, err: errField(error) }, `session lost (${error.reason})`);
   }
 
@@ -265,14 +277,14 @@ export class Telemetry {
 
   stalled(stalledMs: number): void {
     this.#safely(() => {
-      this.#stalls.add(1);
-      this.#stallDuration.record(stalledMs);
+      this.#i.stalls.add(1);
+      this.#i.stallDuration.record(stalledMs);
     });
   }
 
   /** A leadership transition of this process. */
   leadership(transition: 'elected' | 'lost' | 'resigned'): void {
-    this.#safely(() => this.#leadership.add(1, { transition }));
+    this.#safely(() => this.#i.leadership.add(1, { transition }));
   }
 
   /**
@@ -305,7 +317,7 @@ export class Telemetry {
       } catch (err) {
         const outcome = outcomeOf(err, options);
         annotate({ 'leasehold.outcome': outcome });
-        this.#safely(() => this.#acquisitions.add(1, { kind, outcome }));
+        this.#safely(() => this.#i.acquisitions.add(1, { kind, outcome }));
         throw err;
       }
       annotate({
@@ -315,10 +327,10 @@ export class Telemetry {
         'leasehold.lease_id': hex(held.session.leaseId),
       });
       this.#safely(() => {
-        this.#acquisitions.add(1, { kind, outcome: 'acquired' });
-        this.#tokens.add(1, { kind });
-        if (joinedAt !== undefined) this.#wait.record(this.#clock.now() - joinedAt, { kind });
-        if (behind) this.#handoffs.add(1, { kind });
+        this.#i.acquisitions.add(1, { kind, outcome: 'acquired' });
+        this.#i.tokens.add(1, { kind });
+        if (joinedAt !== undefined) this.#i.wait.record(this.#clock.now() - joinedAt, { kind });
+        if (behind) this.#i.handoffs.add(1, { kind });
       });
       if (kind === 'election') {
         this.leadership('elected');
@@ -397,10 +409,3 @@ function outcomeOf(err: unknown, options: unknown): AcquireOutcome {
       return 'error';
   }
 }
-
-/** Telemetry for clients that were given none (test doubles): global providers, no logs. */
-export const defaultTelemetry = new Telemetry(silentLogger);
-
-/** The telemetry an etcd connection reports through. */
-export const telemetryOf = (etcd: { options?: { telemetry?: Telemetry | undefined } }): Telemetry =>
-  etcd?.options?.telemetry ?? defaultTelemetry;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fakeClock, fakeEtcd, flush, watchEvent, type FakeClock } from './clock.fake.js';
-import { prefixEnd } from './etcd.js';
+import { fakeClock, flush, type FakeClock } from './clock.fake.js';
+import { fakeEtcd, watchEvent } from './etcd.fake.js';
+import { prefixEnd } from './keys.js';
 import { tunables } from './options.js';
 import { Watch, type WatchListener } from './watch.js';
 

@@ -1,6 +1,8 @@
 import type { IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
 import { callAt, sleep, type Clock } from './clock.js';
-import { endStream, isEnded, prefixEnd, type Etcd, type Stream } from './etcd.js';
+import { prefixEnd, rangeOf, readPrefix } from './keys.js';
+import { isEnded } from './transport/cleanup.js';
+import { endStream, type Etcd, type Stream } from './transport/etcd.js';
 import { Listeners } from './latch.js';
 import { tunables } from './options.js';
 
@@ -34,9 +36,6 @@ interface Subscription {
   from: bigint;
   listener: WatchListener;
 }
-
-/** The queue a key belongs to: `<prefix><segment>/` for `<prefix><segment>/<lease hex>`. */
-export const rangeOf = (key: string): string => key.slice(0, key.lastIndexOf('/') + 1);
 
 /**
  * Calls `fn` with each run of events that share a revision and a range: etcd sends a txn's
@@ -347,23 +346,11 @@ export class Watch {
   }
 
   /** The prefix's keys at one revision, in pages that stay far below gRPC's message limit. */
-  async #readAll(): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
-    const kvs: IKeyValue[] = [];
-    const rangeEnd = prefixEnd(this.prefix);
-    let from = Buffer.from(this.prefix);
-    for (let readAt: bigint | undefined; ;) {
-      const res = await this.etcd.range('watch check', {
-        key: from,
-        range_end: rangeEnd,
-        keys_only: true,
-        limit: tunables.checkPageKeys,
-        ...(readAt === undefined ? {} : { revision: readAt.toString() }),
-      });
-      readAt ??= BigInt(res.header.revision);
-      kvs.push(...res.kvs);
-      if (!res.more || res.kvs.length === 0) return { kvs, readAt };
-      from = Buffer.concat([res.kvs.at(-1)!.key, Buffer.from([0])]);
-    }
+  #readAll(): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
+    return readPrefix((request) => this.etcd.range('watch check', request), this.prefix, {
+      keysOnly: true,
+      pageKeys: tunables.checkPageKeys,
+    });
   }
 
   /** Whether the stream answers a progress request within one attempt's deadline. */

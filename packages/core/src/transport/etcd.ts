@@ -36,23 +36,14 @@ import {
   type ITxnRequest,
   type ITxnResponse,
 } from 'etcd3';
-import {
-  AuthError,
-  ClientClosedError,
-  ClusterChangedError,
-  EtcdRequestError,
-  EtcdUnavailableError,
-  isLeaseholdError,
-  type LeaseholdError,
-} from './errors.js';
-import { raceSignal, sleep, timeoutSignal, type Clock } from './clock.js';
-import { describeRanges, PERMISSION_DENIED, permissionDenied, rangesOfTxn } from './denied.js';
-import { connectFailure, tlsFailureOf } from './tls-failure.js';
-import { Listeners } from './latch.js';
-import { Members } from './members.js';
-import { endpointOf, logRetries, watchMember } from './endpoint.js';
-import { telemetryOf, type Telemetry } from './telemetry.js';
-import { tunables, type AuthOptions, type TlsOptions } from './options.js';
+import { raceSignal, sleep, timeoutSignal, type Clock } from '../clock.js';
+import { ClientClosedError, type ClusterChangedError, type LeaseholdError } from '../errors.js';
+import { prefixEnd } from '../keys.js';
+import { tunables, type AuthOptions, type TlsOptions } from '../options.js';
+import type { Telemetry } from '../telemetry.js';
+import { connectFailure, describeRanges, diagnose, rangesOfTxn, tlsFailureOf } from './diagnose.js';
+import { Identity } from './identity.js';
+import { endpointOf, logRetries, Members } from './members.js';
 
 export interface EtcdOptions {
   clock: Clock;
@@ -65,7 +56,7 @@ export interface EtcdOptions {
   tls?: TlsOptions | undefined;
   auth?: AuthOptions | undefined;
   /** Where logs, metrics and spans go. */
-  telemetry?: Telemetry | undefined;
+  telemetry: Telemetry;
 }
 
 /** A gRPC stream as the SDK uses it: etcd3's duplex stream. */
@@ -93,58 +84,6 @@ interface Pool {
   authenticator?: { invalidateMetadata?(): void };
 }
 
-const AUTH_FAILURE =
-  /authentication failed|user name is empty|user name not found|invalid auth token|auth: revision|authentication is not enabled/i;
-
-/** Where background clean-up reports what failed. */
-export type Report = (error: LeaseholdError) => void;
-
-/** etcd did not answer: worth trying again later. */
-const isTransient = (err: unknown): boolean =>
-  isLeaseholdError(err) && err.code === 'ETCD_UNAVAILABLE';
-
-/** The client is closed or met another cluster: nothing more can be done through it. */
-export const isEnded = (err: unknown): boolean =>
-  isLeaseholdError(err) && (err.code === 'CLIENT_CLOSED' || err.code === 'CLUSTER_CHANGED');
-
-/**
- * Clean-up that must happen even while etcd is away (a revoke, a key removal): runs `once` (a
- * single call, one deadline: whoever awaits this waits at most that long) and returns; if that
- * failed transiently, reports it once and keeps retrying in the background (backoff up to
- * `retryMaxMs`) until it succeeds, `moot(err)` says it no longer matters, the client ends,
- * `giveUp()` says stop, or etcd refuses outright (reported).
- */
-export async function cleanUp(
-  clock: Clock,
-  report: Report,
-  what: string,
-  once: (attempt: number) => Promise<unknown>,
-  moot: (err?: unknown) => boolean = () => false,
-  giveUp: () => boolean = () => false,
-): Promise<void> {
-  const attempt = async (n: number): Promise<boolean> => {
-    if (moot()) return true;
-    try {
-      await once(n);
-      return true;
-    } catch (err) {
-      if (moot(err) || isEnded(err)) return true;
-      if (isTransient(err) && !giveUp()) return false;
-      report(err as LeaseholdError);
-      return true;
-    }
-  };
-  if (await attempt(0)) return;
-  report(new EtcdUnavailableError(`etcd ${what} failed; retrying in the background`));
-  void (async () => {
-    for (let n = 1, delay = tunables.retryMinMs as number; ; n++) {
-      await sleep(clock, delay);
-      if (await attempt(n)) return;
-      delay = Math.min(delay * 2, tunables.retryMaxMs);
-    }
-  })();
-}
-
 /** Stops using a stream: cancelled if stuck (its member is then marked failing), else ended. */
 export function endStream(
   stream: { end(): void; cancel(): void } | undefined,
@@ -158,29 +97,10 @@ export function endStream(
   }
 }
 
-/** First key after every key that starts with `prefix`: the end of a prefix range. */
-export function prefixEnd(prefix: string): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]! += 1;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]); // all 0xff: etcd's "to the end of the keyspace"
-}
-
 export class Etcd {
   readonly client: Etcd3;
-  #clusterId = '';
-  /** Highest header revision seen on any answer: every one of them was committed. */
-  #revision = 0n;
-  /** Highest raft term seen on any answer. */
-  #term = 0n;
-  #changed: ClusterChangedError | undefined;
+  readonly #identity = new Identity();
   #closed = false;
-  #answers = 0;
-  readonly #onChanged = new Listeners<ClusterChangedError>();
   readonly #streams = new Set<Stream<unknown, unknown>>();
   readonly #retry: IPolicy;
   readonly #retryUnsent: IPolicy;
@@ -188,14 +108,14 @@ export class Etcd {
 
   private constructor(readonly options: EtcdOptions) {
     const pem = (v: Buffer | string | undefined) => (v === undefined ? undefined : Buffer.from(v));
-    const members = (this.#members = new Members(options.clock));
+    const log = options.telemetry.log;
+    const members = (this.#members = new Members(options.clock, undefined, log));
     const etcdOptions: IOptions = {
       hosts: options.endpoints,
       dialTimeout: options.dialTimeoutMs,
       faultHandling: {
         // etcd3 only ever calls `execute` on a member's policy.
-        host: (endpoint: string) =>
-          watchMember(endpoint, members.add(endpoint), telemetryOf(this).log) as unknown as IPolicy,
+        host: (endpoint: string) => members.add(endpoint) as unknown as IPolicy,
         global: noop,
         watchBackoff: new ExponentialBackoff().next(), // unused: the SDK runs its own watch
       },
@@ -230,7 +150,7 @@ export class Etcd {
    */
   static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
     const etcd = new Etcd(options);
-    const probe = logRetries(telemetryOf(etcd).log, options.clock, 'connect', (ms: number) =>
+    const probe = logRetries(options.telemetry.log, options.clock, 'connect', (ms: number) =>
       etcd.client.kv.range(
         { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
         { deadline: Date.now() + ms },
@@ -257,13 +177,11 @@ export class Etcd {
         const started = probe(timeoutMs);
         try {
           const res = signal ? await raceSignal(started, signal) : await started;
-          etcd.#clusterId = res.header.cluster_id;
-          etcd.#revision = BigInt(res.header.revision);
-          etcd.#term = BigInt(res.header.raft_term);
+          etcd.#identity.start(res.header);
           return etcd;
         } catch (err) {
           signal?.throwIfAborted();
-          const error = etcd.#wrap('connect', err, timeoutMs, undefined, probeKeys);
+          const error = etcd.#diagnose('connect', err, timeoutMs, undefined, probeKeys);
           if (error.code !== 'ETCD_UNAVAILABLE') throw error; // refused: retrying will not help
           tls = tlsFailureOf(err) ?? tls;
           if (options.clock.now() >= giveUpAt) {
@@ -284,22 +202,28 @@ export class Etcd {
   }
 
   get clusterId(): string {
-    return this.#clusterId;
+    return this.#identity.clusterId;
   }
 
   /** How many answers have arrived so far: "has etcd answered since?" for give-up rules. */
   get answers(): number {
-    return this.#answers;
+    return this.#identity.answers;
+  }
+
+  /** Where this client's logs, metrics and spans go. */
+  get telemetry(): Telemetry {
+    return this.options.telemetry;
   }
 
   /** Tells `listener` once the client has met another cluster (or a rewound history). */
   onChanged(listener: (error: ClusterChangedError) => void): Disposable {
-    return this.#onChanged.add(listener);
+    return this.#identity.onChanged(listener);
   }
 
   /** Throws if the client is closed or has met another cluster. */
   assertUsable(): void {
-    if (this.#changed) throw this.#changed;
+    const changed = this.#identity.changed;
+    if (changed) throw changed;
     if (this.#closed) throw new ClientClosedError();
   }
 
@@ -321,10 +245,10 @@ export class Etcd {
     },
   ): Promise<T> {
     this.assertUsable();
-    const known = { revision: this.#revision, term: this.#term };
+    const known = this.#identity.known();
     const timeoutMs = opts.timeoutMs ?? this.options.callTimeoutMs;
     const attemptMs = Math.min(timeoutMs, this.options.attemptTimeoutMs);
-    const attempt = logRetries(telemetryOf(this).log, this.options.clock, what, () =>
+    const attempt = logRetries(this.telemetry.log, this.options.clock, what, () =>
       run({ deadline: Date.now() + attemptMs }),
     );
     let res: T;
@@ -333,7 +257,7 @@ export class Etcd {
       else res = await (opts.idempotent ? this.#retry : this.#retryUnsent).execute(attempt);
     } catch (err) {
       const limit = attemptMs < timeoutMs ? 'per attempt' : undefined;
-      throw this.#wrap(what, err, attemptMs, limit, opts.keys);
+      throw this.#diagnose(what, err, attemptMs, limit, opts.keys);
     }
     this.observe(res.header, known);
     return res;
@@ -356,33 +280,13 @@ export class Etcd {
   }
 
   /**
-   * Checks an answer's header: the cluster id always, and for a linearizable answer (pass what
-   * was known when its request was sent) that history did not go backwards: neither its revision
-   * nor its raft term may be lower. A member can only answer linearizably at the cluster's
-   * current term, and terms never drop in one cluster's life, but a snapshot restore brings the
-   * old term back (and a restored history can catch up with the revision first). Stream answers
-   * (keepalive, watch) may come from a lagging member, so only their cluster id is checked.
-   * Throws {@link ClusterChangedError} on a breach, after telling every listener.
+   * Checks an answer's header (see `Identity`): pass what was known when its request was sent for
+   * a linearizable answer; a stream answer (keepalive, watch) may come from a lagging member, so
+   * only its cluster id is checked. Throws `ClusterChangedError` on a breach.
    */
   observe(header: IResponseHeader | undefined, known?: { revision: bigint; term: bigint }): void {
     this.assertUsable();
-    if (!header) return;
-    const [revision, term] = [BigInt(header.revision), BigInt(header.raft_term)];
-    let detail: string | undefined;
-    if (header.cluster_id !== this.#clusterId) {
-      detail = `it answered with cluster id ${header.cluster_id}, not ${this.#clusterId} as at connect (rebuilt cluster or a foreign member)`;
-    } else if (known && (revision < known.revision || term < known.term)) {
-      detail = `a linearizable answer carried revision ${revision} and raft term ${term} after revision ${known.revision} and term ${known.term} had been seen (restored from a snapshot?)`;
-    }
-    if (detail !== undefined) {
-      this.#changed = new ClusterChangedError(0n, detail);
-      this.#onChanged.emit(this.#changed);
-      this.#onChanged.clear();
-      throw this.#changed;
-    }
-    if (revision > this.#revision) this.#revision = revision;
-    if (term > this.#term) this.#term = term;
-    this.#answers++;
+    if (header) this.#identity.check(header, known);
   }
 
   /**
@@ -396,7 +300,7 @@ export class Etcd {
     const ms = this.attemptTimeoutMs;
     const opening = open(this.client);
     const bound = timeoutSignal(this.options.clock, ms, () =>
-      this.#wrap('stream open', new GRPCDeadlineExceededError(), ms),
+      this.#diagnose('stream open', new GRPCDeadlineExceededError(), ms),
     );
     let stream: Stream<Req, Res>;
     try {
@@ -406,7 +310,7 @@ export class Etcd {
         (late) => endStream(late, true),
         () => {},
       );
-      throw this.#wrap('stream open', err, ms);
+      throw this.#diagnose('stream open', err, ms);
     } finally {
       bound[Symbol.dispose]();
     }
@@ -455,41 +359,15 @@ export class Etcd {
     pool?.authenticator?.invalidateMetadata?.();
   }
 
-  #wrap(
+  #diagnose(
     what: string,
     err: unknown,
     timeoutMs: number,
-    limit = 'callTimeoutMs',
+    limit?: string,
     keys?: () => string,
   ): LeaseholdError {
-    if (isLeaseholdError(err)) return err;
-    if (this.#closed) return new ClientClosedError();
-    const e = err instanceof Error ? err : new Error(String(err));
-    const [at, cause] = [this.options.endpoints.join(', '), { cause: err }];
-    if (AUTH_FAILURE.test(e.message)) {
-      const fix = /not enabled/i.test(e.message)
-        ? 'etcd has authentication disabled: leave out the auth option, or enable it on etcd (etcdctl auth enable)'
-        : 'check auth.username and auth.password (etcd has authentication enabled)';
-      return new AuthError(
-        `etcd at ${at} refused the credentials for ${what}: ${e.message}; ${fix}`,
-        cause,
-      );
-    }
-    const unavailable = (why: string) =>
-      new EtcdUnavailableError(`etcd ${what} failed: ${why}`, cause);
-    if (isBrokenCircuitError(e)) {
-      return unavailable(
-        `every member (${at}) failed its last calls and rests ${tunables.breakerHalfOpenMs} ms before it is tried again`,
-      );
-    }
-    if (e instanceof GRPCDeadlineExceededError) {
-      return unavailable(`no answer from ${at} within ${timeoutMs} ms (${limit})`);
-    }
-    if (isRecoverableError(e) && !/too large|larger than max/i.test(e.message)) {
-      return unavailable(`could not reach etcd at ${at} (${e.message})`);
-    }
-    if (PERMISSION_DENIED.test(e.message)) return permissionDenied(what, at, keys?.(), err);
-    return new EtcdRequestError(`etcd ${what} was refused by ${at}: ${e.message}`, cause);
+    const { endpoints } = this.options;
+    return diagnose(what, err, { endpoints, closed: this.#closed, timeoutMs, limit, keys });
   }
 
   /** Cancels every open stream and closes the connections. Idempotent. */
@@ -497,7 +375,7 @@ export class Etcd {
     if (this.#closed) return;
     this.#closed = true;
     for (const stream of this.#streams) endStream(stream, true);
-    this.#onChanged.clear();
+    this.#identity.close();
     this.client.close();
   }
 }
