@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { connect, Leasehold } from './client.js';
+import { Leasehold } from './client.js';
+import { connect } from './connect.js';
 import { deferred, fakeClock, flush, track } from './clock.fake.js';
 import { fakeEtcd } from './etcd.fake.js';
 import { Etcd } from './transport/etcd.js';

@@ -1,4 +1,4 @@
-import { raceSignal, systemClock, type Clock } from './clock.js';
+import { raceSignal, type Clock } from './clock.js';
 import { ClientClosedError, type LeaseholdError, type LeaseLostError } from './errors.js';
 import { Etcd } from './transport/etcd.js';
 import { Listeners } from './latch.js';
@@ -13,183 +13,14 @@ import {
   type LockContext,
   type TryAcquireOptions,
 } from './mutex.js';
-import {
-  defaults,
-  encodeName,
-  checkOptions,
-  invalid,
-  MAX_TIMER_MS,
-  tunables,
-  validateAttempts,
-  validateAuth,
-  validateDurationMs,
-  validateEndpoints,
-  validatePrefix,
-  validateSignal,
-  validateTls,
-  type AuthOptions,
-  type TlsOptions,
-} from './options.js';
+import { defaults, encodeName, checkOptions, invalid, tunables } from './options.js';
 import { Observer, type LeaderState, type ObserveOptions } from './observe.js';
 import { Queue } from './queue.js';
-import { Session, sessionSettings, type SessionOptions } from './session.js';
+import { Session, type SessionOptions } from './session.js';
 import { Watch } from './watch.js';
-import { errField, toLogger, type Logger } from './logger.js';
+import { errField } from './logger.js';
 import { endpointOf } from './transport/members.js';
 import { StallMonitor, type StallEvent } from './stall.js';
-import { Telemetry, validateTelemetry, type TelemetryOptions } from './telemetry.js';
-
-export interface ConnectOptions {
-  /** `http(s)://host:port` of one or more etcd members (a comma-separated string works too). */
-  endpoints: string | readonly string[];
-  /** TLS material (PEM). Use with `https://` endpoints. */
-  tls?: TlsOptions;
-  /** etcd username/password authentication. */
-  auth?: AuthOptions;
-  /** How long `connect()` keeps trying to reach etcd. Default 5000. */
-  dialTimeoutMs?: number;
-  /** Deadline of each etcd call. Default 5000. */
-  callTimeoutMs?: number;
-  /**
-   * Deadline of one attempt of a call on one member, after which the call moves to another
-   * member (or, for a write that may have landed, fails). Default 1000 with several endpoints,
-   * `callTimeoutMs` with one. Raise it when round trips to etcd approach a second.
-   */
-  attemptTimeoutMs?: number;
-  /** Attempts for idempotent etcd calls, 1–10. Default 3. */
-  maxAttempts?: number;
-  /** Key prefix for locks. Default `/leasehold/lock/`. */
-  lockPrefix?: string;
-  /** Key prefix for elections. Default `/leasehold/election/`. */
-  electionPrefix?: string;
-  /** How often the client re-reads its lock prefix and checks its watch. Default 5000. */
-  recheckIntervalMs?: number;
-  /** Options of the shared session that locks and campaigns use unless given one. */
-  session?: Omit<SessionOptions, 'signal' | 'leaseId'>;
-  /** Aborting it cancels `connect()`, or closes the client once connected. */
-  signal?: AbortSignal;
-  /**
-   * Where the client logs connection changes, member failover, retries, session loss, stalls and
-   * clean-up failures: a pino logger, or any object with pino's `debug`/`info`/`warn`/`error`.
-   * Default: silent.
-   */
-  logger?: Logger;
-  /** Meter and tracer providers to use instead of OpenTelemetry's global ones. */
-  telemetry?: TelemetryOptions;
-  /**
-   * Event-loop stalls at least this long while sessions are live are reported through
-   * `onStall`, the logger and metrics. Default 500.
-   */
-  stallThresholdMs?: number;
-  /** @internal Injected by tests for timing maths. */
-  clock?: Clock;
-}
-
-/** `attemptTimeoutMs` with its default; one longer than `callTimeoutMs` is refused, not capped. */
-function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: number): number {
-  const given = options.attemptTimeoutMs;
-  if (given === undefined)
-    return endpoints > 1 ? Math.min(defaults.attemptTimeoutMs, callMs) : callMs;
-  const value = validateDurationMs('attemptTimeoutMs', given, MAX_TIMER_MS);
-  if (value > callMs) {
-    throw invalid(
-      'attemptTimeoutMs',
-      `at most callTimeoutMs (${callMs}): an attempt cannot outlast its call; raise callTimeoutMs too`,
-      value,
-    );
-  }
-  return value;
-}
-
-/**
- * Connects to etcd: keeps trying until a read under `lockPrefix` answers or `dialTimeoutMs`
- * passes. Wrong credentials fail here with `AuthError`, a missing permission with
- * `EtcdRequestError`, no answer with `ConnectError`. The cluster id and revision seen here are
- * what every later answer is checked against.
- */
-export async function connect(options: ConnectOptions): Promise<Leasehold> {
-  checkOptions(options, [
-    'endpoints',
-    'tls',
-    'auth',
-    'dialTimeoutMs',
-    'callTimeoutMs',
-    'attemptTimeoutMs',
-    'maxAttempts',
-    'lockPrefix',
-    'electionPrefix',
-    'recheckIntervalMs',
-    'session',
-    'signal',
-    'logger',
-    'telemetry',
-    'stallThresholdMs',
-    'clock',
-  ]);
-  const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
-    validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
-  const endpoints = validateEndpoints(options.endpoints);
-  const clock = options.clock ?? systemClock;
-  const log = toLogger(options.logger);
-  const telemetry = new Telemetry(log, validateTelemetry(options.telemetry), clock);
-  const stallThresholdMs = validateDurationMs(
-    'stallThresholdMs',
-    options.stallThresholdMs ?? defaults.stallThresholdMs,
-    MAX_TIMER_MS,
-  );
-  const etcdOptions = {
-    telemetry,
-    clock,
-    endpoints,
-    dialTimeoutMs: ms('dialTimeoutMs'),
-    callTimeoutMs: ms('callTimeoutMs'),
-    attemptTimeoutMs: attemptTimeoutMs(options, endpoints.length, ms('callTimeoutMs')),
-    maxAttempts: validateAttempts(options.maxAttempts ?? defaults.maxAttempts),
-    tls: validateTls(options.tls, endpoints),
-    auth: validateAuth(options.auth),
-  };
-  const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
-  const electionPrefix = validatePrefix(
-    'electionPrefix',
-    options.electionPrefix ?? defaults.electionPrefix,
-  );
-  if (lockPrefix.startsWith(electionPrefix) || electionPrefix.startsWith(lockPrefix)) {
-    throw invalid(
-      'electionPrefix',
-      `a prefix that neither contains nor is contained in lockPrefix ${JSON.stringify(lockPrefix)} (locks and elections would read each other's keys)`,
-      electionPrefix,
-    );
-  }
-  const recheckIntervalMs = ms('recheckIntervalMs');
-  const shared = {
-    ...sessionSettings(options.session === undefined ? {} : options.session, 'session').options,
-  };
-  if (shared.leaseId !== undefined) {
-    // Once that lease ended, every later shared session would try to resume it again.
-    throw invalid(
-      'session.leaseId',
-      'left out: the shared session grants a lease of its own; resume one with client.session({ leaseId })',
-      shared.leaseId,
-    );
-  }
-  const signal = validateSignal(options.signal);
-  signal?.throwIfAborted();
-  const etcd = await Etcd.open(etcdOptions, lockPrefix, signal).catch((err: unknown) => {
-    log.error({ endpoints, err: errField(err) }, 'could not connect to etcd');
-    throw err;
-  });
-  log.info({ endpoints, clusterId: etcd.clusterId }, 'connected to etcd');
-  const client = new Leasehold(
-    etcd,
-    clock,
-    { lockPrefix, electionPrefix },
-    recheckIntervalMs,
-    shared,
-    stallThresholdMs,
-  );
-  signal?.addEventListener('abort', () => void client.close(), { once: true });
-  return client;
-}
 
 /** A connection to one etcd cluster. Sessions, locks and elections are made from it. */
 export class Leasehold implements AsyncDisposable {

@@ -8,7 +8,7 @@ import { LossLatch } from './latch.js';
 import { fencedRequests } from './fenced-ops.js';
 import type { Entry } from './queue.js';
 import type { Session } from './session.js';
-import { assertTimeLeft } from './stall.js';
+import { assertTimeLeft } from './time-left.js';
 
 /** An etcd write made only while the hold is still first in its queue. */
 export type FencedOp =

@@ -1,4 +1,5 @@
-export { connect, Leasehold, type ConnectOptions } from './client.js';
+export { Leasehold } from './client.js';
+export { connect, type ConnectOptions } from './connect.js';
 export { Session, type SessionOptions } from './session.js';
 export { Lock, type AcquireOptions, type TryAcquireOptions, type LockContext } from './mutex.js';
 export { type LockGuard, type FencedOp, type Holder } from './hold.js';

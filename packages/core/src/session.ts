@@ -12,7 +12,7 @@ import {
 import { cleanUp, type Report } from './transport/cleanup.js';
 import { endStream, type Etcd, type Stream } from './transport/etcd.js';
 import { LossLatch } from './latch.js';
-import { assertTimeLeft } from './stall.js';
+import { assertTimeLeft } from './time-left.js';
 import type { Telemetry } from './telemetry.js';
 import { endpointOf } from './transport/members.js';
 import {

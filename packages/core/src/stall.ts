@@ -1,5 +1,5 @@
 /**
- * Stalls of this process's own event loop, and how much lease a critical section has left.
+ * Stalls of this process's own event loop.
  *
  * A lease is measured on the monotonic clock, which keeps running while the event loop is
  * blocked (a long synchronous loop, a GC pause, SIGSTOP, a suspended VM); keepalives are not
@@ -8,8 +8,6 @@
  * never keeps the process alive.
  */
 import { callAt, type Clock } from './clock.js';
-import { InsufficientLeaseTimeError } from './errors.js';
-import { invalid } from './options.js';
 
 /** A stall of the event loop that ate into a live session's lease. */
 export interface StallEvent {
@@ -69,32 +67,4 @@ export class StallMonitor<T> {
     this.#stop = undefined;
     this.#before = [];
   }
-}
-
-/** What `assertTimeLeft` reads: the time left (0 once lost) and the loss, if any. */
-export interface TimeLeft {
-  leftMs: number;
-  lost: Error | undefined;
-  /** What holds the time, for the message: `lock /k/…`, `session for lease 1a`. */
-  what: string;
-}
-
-/**
- * Throws {@link InsufficientLeaseTimeError} when less than `neededMs` is left (always once lost,
- * with the loss as its cause); otherwise returns the time left. Bad `neededMs` throws
- * `InvalidArgumentError`.
- */
-export function assertTimeLeft(neededMs: unknown, { leftMs, lost, what }: TimeLeft): number {
-  if (typeof neededMs !== 'number' || !Number.isFinite(neededMs) || neededMs < 0) {
-    throw invalid('assertTimeLeft(ms)', 'a non-negative, finite number of milliseconds', neededMs);
-  }
-  if (lost) {
-    const message = `${what} is lost, so no time is left for work that needs ${neededMs} ms: ${lost.message}`;
-    throw new InsufficientLeaseTimeError(neededMs, 0, message, { cause: lost });
-  }
-  if (leftMs < neededMs) {
-    const message = `${what} has ${Math.floor(leftMs)} ms left before its lease's local deadline; the work needs ${neededMs} ms`;
-    throw new InsufficientLeaseTimeError(neededMs, leftMs, message);
-  }
-  return leftMs;
 }
