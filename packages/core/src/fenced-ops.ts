@@ -1,13 +1,23 @@
 /**
  * The one check of a fenced write's operations, for a hold's `fencedWrite` and for
  * `@leasehold/fence/etcd`'s `fencedTxn` alike: a non-empty array of puts and deletes, each key
- * outside every lock and election queue (`reserved`: the prefixes of the client's queues) and
+ * outside the client's lock and election prefixes (`reserved`), without unpaired surrogates, and
  * named once (`taken`: keys the txn itself writes besides, with what they are, such as a
  * resource's fence key). Returns the txn's requests; throws `InvalidArgumentError` naming the op
  * before anything is sent.
  */
 import type { IRequestOp } from 'etcd3';
-import { invalid } from './options.js';
+import { invalid, LONE_SURROGATE } from './options.js';
+
+/**
+ * The lock or election prefix `key` lies under, if any. Every key there is refused, not only the
+ * keys inside a queue (`<prefix><name>/…`): a key directly under a prefix is a direct child of a
+ * queue of any client whose prefix is nested one level deeper, and etcd's Go recipes and
+ * `etcdctl` count keys without a lease into a queue too, blocking it for good.
+ */
+export function reservedPrefixOf(key: string, reserved: readonly string[]): string | undefined {
+  return reserved.find((p) => key.startsWith(p));
+}
 
 export function fencedRequests(
   ops: unknown,
@@ -24,14 +34,15 @@ export function fencedRequests(
       throw invalid(`ops[${i}].key`, 'a non-empty string', o.key);
     }
     const key = o.key;
-    // A queue is `<prefix><name>/`: a key inside one, written without a lease, would sit in that
-    // queue for good (keys directly under a prefix, without a further '/', are in none).
-    const prefix = reserved.find((p) => key.startsWith(p) && key.includes('/', p.length));
+    if (LONE_SURROGATE.test(key)) {
+      // Two such keys differ here and are the same bytes on the wire (each lone half is U+FFFD).
+      throw invalid(`ops[${i}].key`, 'a string without unpaired UTF-16 surrogates', o.key);
+    }
+    const prefix = reservedPrefixOf(key, reserved);
     if (prefix !== undefined) {
-      const queue = key.slice(0, key.indexOf('/', prefix.length) + 1);
       throw invalid(
         `ops[${i}].key`,
-        `a key outside the lock and election queues (it is inside the queue ${JSON.stringify(queue)}, where a key without a lease would block that lock or election for good); keep your data elsewhere, and end a hold with release() or resign()`,
+        `a key outside the lock and election prefixes (it is under ${JSON.stringify(prefix)}, where every queue lives: a client with a prefix nested there would count it into its queue); keep your data elsewhere, and end a hold with release() or resign()`,
         o.key,
       );
     }

@@ -4,7 +4,7 @@
  */
 import type { IKeyValue, IRequestOp } from 'etcd3';
 import type { LockLostReason } from './errors.js';
-import { LossLatch } from './latch.js';
+import { LossLatch, withoutStack } from './latch.js';
 import { fencedRequests } from './fenced-ops.js';
 import type { Entry } from './queue.js';
 import type { Session } from './session.js';
@@ -46,7 +46,8 @@ export interface Holder {
 export const toHolder = (kv: IKeyValue | undefined): Holder | undefined =>
   kv && {
     value: kv.value.toString(),
-    valueBytes: kv.value,
+    // A copy: etcd3's Buffer is a view into memory shared with other keys' values.
+    valueBytes: new Uint8Array(kv.value),
     token: BigInt(kv.create_revision),
     key: kv.key.toString(),
     leaseId: BigInt(kv.lease),
@@ -145,7 +146,7 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    */
   async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
     const requests = fencedRequests(ops, this.#entry.reserved);
-    const attributes = { ...this.#attributes(), 'leasehold.ops': requests.length };
+    const attributes = () => ({ ...this.#attributes(), 'leasehold.ops': requests.length });
     return this.session.telemetry.span('leasehold.fenced_write', attributes, async (annotate) => {
       this.throwIfLost();
       const revision = await this.#entry.txn('fenced write', requests);
@@ -185,8 +186,10 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
   protected end(what: 'release' | 'resign', reason: () => Ended): Promise<void> {
     const telemetry = this.session.telemetry;
     const span = what === 'release' ? 'leasehold.lock.release' : 'leasehold.election.resign';
-    return (this.#ending ??= telemetry.span(span, this.#attributes(), async () => {
-      if (this.#latch.trip(reason()) && what === 'resign') telemetry.leadership('resigned');
+    return (this.#ending ??= telemetry.span(span, () => this.#attributes(), async () => {
+      if (this.#latch.trip(withoutStack(reason)) && what === 'resign') {
+        telemetry.leadership('resigned');
+      }
       await this.#entry.remove(what);
     }));
   }

@@ -97,3 +97,18 @@ export class LossLatch<E extends Error> {
     return disposable;
   }
 }
+
+/**
+ * Makes an error that is an expected outcome rather than a failure (a release, a resignation, a
+ * close: the reason a hold's signal aborts on every release) without capturing a stack trace,
+ * which costs more than the rest of a release's local work. Its `stack` is its first line only.
+ */
+export function withoutStack<E extends Error>(make: () => E): E {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deferred, fakeClock, flush } from './clock.fake.js';
 import { fakeEtcd, fakeWatch } from './etcd.fake.js';
-import { ClusterChangedError } from './errors.js';
+import { ClusterChangedError, EtcdRequestError, EtcdUnavailableError } from './errors.js';
 import { Observer } from './observe.js';
 import { Queue } from './queue.js';
 
@@ -84,7 +84,7 @@ describe('observe', () => {
     const fake = fakeEtcd();
     let failures = 2;
     fake.handlers.range = (_what, _request, apply) => {
-      if (failures-- > 0) throw new Error('unavailable (fake)');
+      if (failures-- > 0) throw new EtcdUnavailableError('unavailable (fake)');
       return apply();
     };
     const watch = fakeWatch('E/');
@@ -132,10 +132,69 @@ describe('observe: one revision, one state; reads heal it', () => {
     watch.emit(store.put('E/e/b', { lease: 2, value: 'b' }));
     expect(await take()).toEqual([['a', 2n]]);
     store.delete('E/e/a'); // never delivered
-    watch.read(store);
+    watch.read(store); // one read that disagrees may be ahead of events on their way
+    expect(await take()).toEqual([]);
+    watch.read(store); // a second, with no event in between: the view went wrong
     expect(await take()).toEqual([['b', 4n]]);
     watch.read(store); // agrees now: nothing more
     expect(await take()).toEqual([]);
+  });
+
+  it('a read that disagrees only because events are still on their way drops no state', async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    expect(await take()).toEqual([['a', 2n]]);
+    // b's whole term and a "no leader" happen before the watch's read; their events arrive after.
+    const events = [
+      store.put('E/e/b', { lease: 2, value: 'b' }),
+      store.delete('E/e/a'),
+      store.delete('E/e/b'),
+      store.put('E/e/c', { lease: 3, value: 'c' }),
+    ];
+    watch.read(store); // c leads as of revision 6
+    for (const e of events) watch.emit(e);
+    watch.emit(store.put('E/e/d', { lease: 4, value: 'd' })); // the first event after the read
+    expect(await take()).toEqual([
+      ['b', 4n],
+      [undefined, 5n],
+      ['c', 6n],
+    ]);
+  });
+
+  it('a read that disagrees with the view as of its own revision is healed at the next event', async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    watch.emit(store.put('E/e/b', { lease: 2, value: 'b' }));
+    await take();
+    store.delete('E/e/a'); // never delivered
+    watch.read(store); // b leads as of revision 4
+    watch.emit(store.put('E/e/c', { lease: 3, value: 'c' })); // the view is still a's
+    expect(await take()).toEqual([['b', 5n]]);
+  });
+
+  it('keys without a lease are not candidates (data someone put there)', async () => {
+    const { take, store, watch } = setup();
+    await take();
+    watch.emit(store.put('E/e/0', { value: 'data' })); // no lease
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    expect(await take()).toEqual([['a', 3n]]);
+  });
+
+  it('a refusal (a permission the user lacks) ends the iteration with the error instead of retrying for ever', async () => {
+    const clock = fakeClock();
+    const fake = fakeEtcd();
+    const refused = new EtcdRequestError(
+      'etcd election observe was refused: permission denied (fake)',
+    );
+    fake.handlers.range = () => {
+      throw refused;
+    };
+    const watch = fakeWatch('E/');
+    const queue = new Queue(fake.etcd, watch.watch, clock, () => {}, 'election');
+    const observer = Observer.start(queue, 'e', {}, new AbortController().signal);
+    await expect(observer.next()).rejects.toBe(refused);
   });
 
   it('a read older than its view is not judged', async () => {

@@ -13,10 +13,10 @@
  */
 import type { IKeyValue } from 'etcd3';
 import { anySignal, sleep, type Clock } from './clock.js';
-import { isClientClosedError, isClusterChangedError } from './errors.js';
+import { isClientClosedError, isEtcdUnavailableError } from './errors.js';
 import { toHolder, type Holder } from './hold.js';
 import { tunables, validateSignal } from './options.js';
-import type { Queue } from './queue.js';
+import { isMember, type Queue } from './queue.js';
 import type { WatchEvent } from './watch.js';
 
 /** Who leads an election as of `revision`; `leader` is undefined when no one does. */
@@ -37,6 +37,10 @@ const same = (a: Holder | undefined, b: Holder | undefined) =>
   (a === undefined || b === undefined || Buffer.from(a.valueBytes).equals(b.valueBytes));
 
 const createdAt = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+
+
+/** A candidate as the check compares them: its key and create revision. */
+const leaderId = (kv: IKeyValue | undefined) => kv && `${kv.key.toString()}@${kv.create_revision}`;
 
 /** The first-created of `kvs`, if any. */
 function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
@@ -73,6 +77,13 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
   /** Events below this revision are reflected in `#candidates`. */
   #from = 0n;
   #reported = false;
+  /** Revisions applied so far: tells whether the view moved between two of the watch's reads. */
+  #applied = 0;
+  /**
+   * A watch read that named another leader than the view: `leader` (key and create revision) as
+   * of `readAt`, with `#applied` at the time. Judged once the view reaches `readAt` exactly.
+   */
+  #suspect: { readAt: bigint; leader: string | undefined; applied: number } | undefined;
   #stop = () => {};
 
   private constructor(
@@ -154,7 +165,9 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
         read = await this.queue.candidates(this.segment);
       } catch (err) {
         if (isClientClosedError(err)) return this.#end();
-        if (isClusterChangedError(err)) return this.#end(err);
+        // Only "etcd did not answer" is worth waiting out; a refusal (a permission the user's
+        // roles lack, another cluster) would fail the same way for ever.
+        if (!isEtcdUnavailableError(err)) return this.#end(err);
         await sleep(this.clock, delay, this.signal).catch(() => undefined);
         delay = Math.min(delay * 2, tunables.retryMaxMs);
         continue;
@@ -168,6 +181,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
       this.#candidates.clear();
       for (const kv of read.kvs) this.#candidates.set(kv.key.toString(), kv);
       this.#from = read.readAt + 1n;
+      this.#suspect = undefined;
       this.#report(read.readAt, false);
       if (first) this.#subscribe();
       this.#phase = { kind: 'following' };
@@ -207,31 +221,48 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
   }
 
   /**
-   * The watch's periodic read of the prefix (keys only), no older than the view: if it names
-   * another leader, read again. Either the view went wrong somewhere, or events the read already
-   * saw are still on their way; the read settles both. (A read older than the view is not
-   * judged: events since then explain any difference.)
+   * The watch's periodic read of the prefix (keys only). It is a separate call, so it often
+   * arrives before events it already reflects: a different leader in it proves nothing yet. It
+   * is judged when the view reaches its revision exactly (just before the first event after it
+   * is applied), and if no event comes, by the next read: two reads that disagree with a view
+   * that did not move in between mean the view went wrong (events it never got). Only then is
+   * the election read again, so no state the watch delivers is ever dropped for a false alarm.
    */
   #check(kvs: IKeyValue[], readAt: bigint): void {
     if (this.#phase.kind !== 'following' || readAt < this.#from - 1n) return;
-    const [theirs, ours] = [firstOf(kvs), firstOf(this.#candidates.values())];
-    if (
-      theirs?.key.toString() !== ours?.key.toString() ||
-      theirs?.create_revision !== ours?.create_revision
-    ) {
-      this.#readAgain();
+    const theirs = leaderId(firstOf(kvs.filter(isMember)));
+    if (theirs === leaderId(firstOf(this.#candidates.values()))) {
+      this.#suspect = undefined;
+      return;
     }
+    const earlier = this.#suspect;
+    if (earlier && earlier.applied === this.#applied && earlier.leader === theirs) {
+      return this.#readAgain();
+    }
+    this.#suspect = { readAt, leader: theirs, applied: this.#applied };
   }
 
   /** One revision's events: applied together, then reported once. */
   #apply(batch: readonly WatchEvent[]): void {
     const revision = batch[0]!.revision;
     if (revision < this.#from || this.#phase.kind === 'ended') return;
+    const suspect = this.#suspect;
+    if (suspect && revision > suspect.readAt) {
+      // The view is exactly as of the suspect read now: every event up to it is applied.
+      this.#suspect = undefined;
+      if (leaderId(firstOf(this.#candidates.values())) !== suspect.leader) {
+        this.#readAgain();
+        const phase = this.#phase as Phase;
+        if (phase.kind === 'reading') phase.pending.push([...batch]);
+        return;
+      }
+    }
     this.#from = revision + 1n;
+    this.#applied++;
     const puts = new Set<string>();
     for (const { kind, kv } of batch) {
       const key = kv.key.toString();
-      if (kind === 'delete') this.#candidates.delete(key);
+      if (kind === 'delete' || !isMember(kv)) this.#candidates.delete(key);
       else {
         this.#candidates.set(key, kv);
         puts.add(key);

@@ -70,6 +70,11 @@ export const tunables = {
    * escaped), so a page stays under gRPC's 4 MiB message limit.
    */
   checkPageKeys: 1_000,
+  /**
+   * Keys per page of a read with values (an observer's read of an election): values are at most
+   * 64 KiB (`MAX_VALUE_BYTES`), so 32 of them stay well under gRPC's 4 MiB message limit.
+   */
+  valuePageKeys: 32,
   /** Watch events kept so a waiter that joins just behind the stream can catch up from memory. */
   watchReplayEvents: 4_096,
   /**
@@ -235,7 +240,8 @@ export function validateValue(name: string, value: unknown): string {
   );
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** An unpaired UTF-16 surrogate: it encodes to U+FFFD, so two such strings can share bytes. */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Turns a lock or election name into its key segment.

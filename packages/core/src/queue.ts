@@ -17,7 +17,8 @@
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { anySignal, raceSignal, type Clock } from './clock.js';
 import type { LockLostReason } from './errors.js';
-import { prefixEnd, rangeOf } from './keys.js';
+import { prefixEnd, rangeOf, readPrefix } from './keys.js';
+import { tunables } from './options.js';
 import { cleanUp, isEnded, type Report } from './transport/cleanup.js';
 import type { Etcd } from './transport/etcd.js';
 import { LossLatch } from './latch.js';
@@ -46,6 +47,9 @@ const tokenOf = (res: ITxnResponse) =>
   res.succeeded
     ? BigInt(res.header.revision)
     : revisionOf(res.responses[0]!.response_range.kvs[0]!);
+
+/** A queue member: every member key has a lease (see {@link Queue}). */
+export const isMember = (kv: IKeyValue): boolean => kv.lease !== '0';
 
 /** etcd's refusal of a put whose lease no longer exists. */
 export const isLeaseNotFound = (err: unknown): boolean =>
@@ -104,7 +108,9 @@ export class Queue {
     const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
     const slot = this.#slots.enter(key.toString());
     try {
-      await raceSignal(slot.turn, anySignal(opts.signal, opts.turnSignal));
+      // Combining signals costs more than the rest of an uncontended join's local work.
+      const turnSignal = opts.turnSignal ? anySignal(opts.signal, opts.turnSignal) : opts.signal;
+      await raceSignal(slot.turn, turnSignal);
       session.throwIfLost();
     } catch (err) {
       slot.leave();
@@ -164,28 +170,32 @@ export class Queue {
   }
 
   /**
-   * The keys of `kvs` that are in the queue `range` itself. A queue is exactly the direct
+   * The keys of `kvs` that are members of the queue `range`. A queue is exactly the direct
    * children of its prefix: a deeper key is another queue's, whose prefix is nested in this one
    * (e.g. `electionPrefix: '/leasehold/election/a/'` beside the default prefix's election `a`).
-   * A range read cannot say so; every read of a queue filters with this.
+   * And every member has a lease (leasehold's, Go's and etcdctl's all do): a key without one is
+   * data someone put there, which must not block the queue for good. A range read cannot say
+   * either; every read of a queue filters with this.
    */
   #own(range: string, kvs: IKeyValue[]): IKeyValue[] {
-    return kvs.filter((kv) => rangeOf(kv.key.toString()) === range);
+    return kvs.filter((kv) => isMember(kv) && rangeOf(kv.key.toString()) === range);
   }
 
   /**
    * The queue of `segment` with values, oldest first, and the revision it was read at: what an
-   * observer takes as the truth.
+   * observer takes as the truth. Read in pages, so a large queue (or a large nested one) stays
+   * within gRPC's message limit.
    */
   async candidates(segment: string): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
     const range = this.range(segment);
-    const res = await this.etcd.range(`${this.noun} observe`, {
-      key: Buffer.from(range),
-      range_end: prefixEnd(range),
-      sort_order: 'Ascend',
-      sort_target: 'Create',
+    const read = await readPrefix((r) => this.etcd.range(`${this.noun} observe`, r), range, {
+      keysOnly: false,
+      pageKeys: tunables.valuePageKeys,
     });
-    return { kvs: this.#own(range, res.kvs), readAt: BigInt(res.header.revision) };
+    const kvs = this.#own(range, read.kvs).sort((a, b) =>
+      revisionOf(a) < revisionOf(b) ? -1 : 1,
+    );
+    return { kvs, readAt: read.readAt };
   }
 
   /**
@@ -219,8 +229,19 @@ export class Queue {
     });
     const first = res.kvs[0];
     if (!first || this.#own(range, [first]).length > 0) return first;
-    // A nested queue's key was created first: only a read of the whole range can tell.
-    return (await this.candidates(segment)).kvs[0];
+    // A nested queue's key (or a key without a lease) was created first: only a read of the
+    // whole range can tell which is the queue's own first key. Keys only, in pages; then its value.
+    const read = await readPrefix((r) => this.etcd.range(`${this.noun} first`, r), range, {
+      keysOnly: true,
+      pageKeys: tunables.checkPageKeys,
+    });
+    let own: IKeyValue | undefined;
+    for (const kv of this.#own(range, read.kvs)) {
+      if (!own || revisionOf(kv) < revisionOf(own)) own = kv;
+    }
+    if (!own) return undefined;
+    const res2 = await this.etcd.range(`${this.noun} first`, { key: own.key });
+    return res2.kvs[0];
   }
 
   /**
@@ -450,7 +471,9 @@ export class Entry {
     if (mine.lease !== this.session.leaseId.toString()) return this.#lose('overwritten');
     if (readAt >= this.#from) this.#from = readAt + 1n;
     if (state.kind !== 'waiting') return;
-    const ahead = kvs.filter((kv) => revisionOf(kv) < this.token).map((kv) => kv.key.toString());
+    const ahead = kvs
+      .filter((kv) => isMember(kv) && revisionOf(kv) < this.token)
+      .map((kv) => kv.key.toString());
     this.#state = {
       kind: 'waiting',
       ahead: new Set(ahead.filter((k) => state.ahead.has(k))),

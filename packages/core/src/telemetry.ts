@@ -188,6 +188,25 @@ function instruments(meter: Meter): Instruments {
   return made as Instruments;
 }
 
+/**
+ * Whether anyone listens: a provider was given, or an OpenTelemetry SDK registered a global one
+ * (before `connect()`). Without listeners every span, attribute map and counter call is skipped:
+ * `@opentelemetry/api`'s no-op objects still cost allocations on every operation.
+ */
+function listening(options: TelemetryOptions): { tracing: boolean; metering: boolean } {
+  const noopTracers = new ProxyTracerProvider().getDelegate();
+  const global = trace.getTracerProvider() as { getDelegate?: () => unknown };
+  const tracing =
+    options.tracerProvider !== undefined ||
+    typeof global.getDelegate !== 'function' ||
+    global.getDelegate() !== noopTracers;
+  const noopMeter = createNoopMeter();
+  const metering =
+    options.meterProvider !== undefined ||
+    metrics.getMeterProvider().getMeter(SCOPE).constructor !== noopMeter.constructor;
+  return { tracing, metering };
+}
+
 /** The SDK's logger, meter and tracer, one per client. */
 export class Telemetry {
   readonly log: Logger;
@@ -195,10 +214,15 @@ export class Telemetry {
   readonly #tracer: Tracer;
   readonly #clock: Clock;
   readonly #i: Instruments;
+  /** Spans are made (a tracer provider listens). */
+  readonly #tracing: boolean;
+  /** Counters and histograms are recorded (a meter provider listens). */
+  readonly #metering: boolean;
 
   constructor(log: Logger, options: TelemetryOptions = {}, clock: Clock = systemClock) {
     this.log = log;
     this.#clock = clock;
+    ({ tracing: this.#tracing, metering: this.#metering } = listening(options));
     const meters = (options.meterProvider as MeterProvider) ?? metrics.getMeterProvider();
     const tracers = (options.tracerProvider as TracerProvider) ?? trace.getTracerProvider();
     this.meter = orElse(() => meters.getMeter(SCOPE, VERSION), createNoopMeter, log);
@@ -234,7 +258,7 @@ export class Telemetry {
   }
 
   keepalive(roundTripMs: number): void {
-    this.#safely(() => this.#i.keepalive.record(roundTripMs));
+    if (this.#metering) this.#safely(() => this.#i.keepalive.record(roundTripMs));
   }
 
   /** A session ended: counted and logged if lost, logged if closed. */
@@ -300,6 +324,7 @@ export class Telemetry {
     options: unknown,
     run: (joined: (entry: { holder?: unknown }) => void) => Promise<H>,
   ): Promise<H> {
+    if (!this.#tracing && !this.#metering) return run(ignoreJoin);
     let joinedAt: number | undefined;
     let behind = false;
     const joined = (entry: { holder?: unknown }) => {
@@ -347,12 +372,16 @@ export class Telemetry {
    */
   async span<T>(
     name: string,
-    attributes: Attributes,
+    attributes: Attributes | (() => Attributes),
     fn: (annotate: (attributes: Attributes) => void) => Promise<T>,
   ): Promise<T> {
+    if (!this.#tracing) return fn(ignoreAttributes);
     let span: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
     this.#safely(() => {
-      span = this.#tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes });
+      span = this.#tracer.startSpan(name, {
+        kind: SpanKind.INTERNAL,
+        attributes: typeof attributes === 'function' ? attributes() : attributes,
+      });
     });
     const annotate = (more: Attributes) => this.#safely(() => span.setAttributes(more));
     try {
@@ -378,6 +407,9 @@ export class Telemetry {
     }
   }
 }
+
+const ignoreJoin = () => {};
+const ignoreAttributes = () => {};
 
 /** `make()`, or the no-op `fallback()` if the user's provider throws. */
 function orElse<T>(make: () => T, fallback: () => T, log: Logger): T {

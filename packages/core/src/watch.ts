@@ -330,7 +330,9 @@ export class Watch {
     const byRange = new Map<string, IKeyValue[]>();
     for (const kv of read.kvs) {
       const range = rangeOf(kv.key.toString());
-      byRange.set(range, [...(byRange.get(range) ?? []), kv]);
+      const kvs = byRange.get(range);
+      if (kvs) kvs.push(kv);
+      else byRange.set(range, [kv]);
     }
     for (const [range, set] of [...this.#subs]) {
       for (const sub of [...set]) sub.listener.read(byRange.get(range) ?? [], read.readAt);

@@ -11,7 +11,7 @@
  * strings byte order is numeric order, exact for all int64 tokens.
  */
 import type { Leasehold } from '@leasehold/core';
-import { fencedRequests, kvCall, queuePrefixes } from '@leasehold/core/internal';
+import { fencedRequests, kvCall, queuePrefixes, reservedPrefixOf } from '@leasehold/core/internal';
 import {
   checkFence,
   checkObject,
@@ -82,6 +82,7 @@ function keys(options: EtcdFenceOptions) {
 export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigint> {
   const { resource, token } = checkFence(txn);
   const k = keys(txn);
+  checkOutsideQueues(client, k.prefix);
   const fenceKey = Buffer.from(k.fence(resource));
   // The same checks as a hold's fenced write: keys outside the client's lock and election
   // queues (a lease-less key there would block that lock for good), each named once.
@@ -139,9 +140,28 @@ export interface EtcdStore extends FencedStore {
   valueKey(resource: string): string;
 }
 
+/**
+ * Refuses a `prefix` under the client's lock or election prefix: its fence and value keys,
+ * written without a lease, would sit among the queues (see core's fenced-write rules).
+ */
+function checkOutsideQueues(client: Leasehold, prefix: string): void {
+  const reserved = queuePrefixes(client);
+  // Fence keys are `<prefix>token/…`, values `<prefix>value/…`: either range overlapping a queue
+  // prefix (inside it, or containing it) is refused.
+  const ranges = [`${prefix}token/`, `${prefix}value/`];
+  const under = reserved.find((p) =>
+    ranges.some((r) => reservedPrefixOf(r, [p]) !== undefined || p.startsWith(r)),
+  );
+  if (under === undefined) return;
+  throw new InvalidArgumentError(
+    `invalid prefix ${JSON.stringify(prefix)}: it overlaps the client's lock or election prefix ${JSON.stringify(under)}, where a fence key without a lease would sit among the queues; allowed: a prefix outside both (default ${etcdDefaults.prefix})`,
+  );
+}
+
 /** No I/O here: the client is already connected. */
 export function etcdStore(client: Leasehold, options: EtcdFenceOptions = {}): EtcdStore {
   const k = keys(options);
+  checkOutsideQueues(client, k.prefix);
 
   /** Reads keys at one revision (one read-only txn), so a value and its token agree. */
   const get = async (names: string[]): Promise<(Buffer | undefined)[]> => {

@@ -124,8 +124,9 @@ export interface WithFenceTxOptions extends WithFenceOptions {
   /**
    * How long the transaction may sit idle between your statements before PostgreSQL ends the
    * connection, which rolls it back and unlocks the fence row: a holder frozen inside the
-   * callback blocks the resource's next writer at most this long. An integer from 1 to
-   * 2147483647, or 0 for no bound (PostgreSQL's own default). Default 10000.
+   * callback, between statements, blocks the resource's next writer at most this long. A
+   * stricter bound the session already has (a role's, the server's) stays. An integer from 1 to
+   * 2147483647, or 0 to leave the session's bound as it is. Default 10000.
    */
   idleInTransactionTimeoutMs?: number;
 }
@@ -174,7 +175,13 @@ export async function withFence<T>(
   checkFunction('statements', statements);
   const table = options.table ?? postgresDefaults.fenceTable;
   const claim = sql.fenceClaimSQL(table).claim;
+  if (!isPool(db) && inFence.has(db)) {
+    throw new InvalidArgumentError(
+      "invalid db: this client is already inside withFence (a nested or concurrent call on one client would share, and commit, the other call's transaction); allowed: a pool, or a client not inside withFence",
+    );
+  }
   const client = isPool(db) ? await db.connect() : db;
+  inFence.add(client);
   let broken: unknown;
   // PostgreSQL ends a connection left idle in the transaction past the bound; pg then emits
   // 'error' on the client, which would crash a process with no listener for it. Here it only
@@ -211,13 +218,31 @@ export async function withFence<T>(
       throw err;
     }
   } finally {
+    inFence.delete(client);
     client.removeListener('error', onError);
     if (client !== db) (client as PoolClient).release(broken instanceof Error ? broken : undefined);
   }
 }
 
-/** Sets the idle bound for the current transaction only (`SET LOCAL` takes no parameters). */
-const IDLE_BOUND = "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
+/**
+ * Sets the idle bound for the current transaction only (`SET LOCAL` takes no parameters), never
+ * looser than the session's own (a role's or the server's stricter setting stays); 0 leaves the
+ * session's as it is. PostgreSQL shows the setting with a unit (`1s`, `1500ms`, `10min`).
+ */
+const IDLE_BOUND = `WITH cur AS (SELECT current_setting('idle_in_transaction_session_timeout') AS v),
+ms AS (SELECT CASE
+  WHEN v ~ '^[0-9]+$' THEN v::bigint
+  WHEN v ~ 'ms$' THEN left(v, -2)::bigint
+  WHEN v ~ 'min$' THEN left(v, -3)::bigint * 60000
+  WHEN v ~ 's$' THEN left(v, -1)::bigint * 1000
+  WHEN v ~ 'h$' THEN left(v, -1)::bigint * 3600000
+  WHEN v ~ 'd$' THEN left(v, -1)::bigint * 86400000
+  ELSE 0 END AS n FROM cur)
+SELECT set_config('idle_in_transaction_session_timeout',
+  CASE WHEN n > 0 AND ($1::bigint = 0 OR n < $1::bigint) THEN n::text ELSE $1::bigint::text END, true) FROM ms`;
+
+/** Clients inside a withFence right now: a second call on one would share its transaction. */
+const inFence = new WeakSet<object>();
 
 /** One statement to run under a fence: its text and its parameters (`$1`, `$2`, ...). */
 export interface FencedStatement {
