@@ -67,7 +67,7 @@ function countObserveReads(client: Leasehold): { reads: number } {
 /** The leader as the observer should report it. */
 const asHolder = (l: Leadership, value = l.value) => ({
   value,
-  valueBytes: Buffer.from(value),
+  valueBytes: new Uint8Array(Buffer.from(value)),
   token: l.token,
   key: l.key,
   leaseId: l.session.leaseId,

@@ -89,7 +89,7 @@ describe('campaign and resign', () => {
     expect(first.guard).toEqual({ key: first.key, createRevision: first.token });
     expect(await a.leader('basic')).toEqual({
       value: 'one',
-      valueBytes: Buffer.from('one'),
+      valueBytes: new Uint8Array(Buffer.from('one')),
       token: first.token,
       key: first.key,
       leaseId: first.session.leaseId,
@@ -113,7 +113,7 @@ describe('campaign and resign', () => {
     expect(isLeadershipResignedError(first.signal.reason)).toBe(true);
     expect(await a.leader('basic')).toEqual({
       value: 'two',
-      valueBytes: Buffer.from('two'),
+      valueBytes: new Uint8Array(Buffer.from('two')),
       token: next.token,
       key: next.key,
       leaseId: next.session.leaseId,

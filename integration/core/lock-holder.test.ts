@@ -41,7 +41,7 @@ describe('lock holder values', () => {
     expect(await rawValue(lock.key)).toBe(expected);
     expect(await b.holder('default')).toEqual({
       value: expected,
-      valueBytes: Buffer.from(expected),
+      valueBytes: new Uint8Array(Buffer.from(expected)),
       token: lock.token,
       key: lock.key,
       leaseId: lock.session.leaseId,

@@ -1,7 +1,8 @@
 /**
  * The one check of a fenced write's operations, for a hold's `fencedWrite` and for
  * `@leasehold/fence/etcd`'s `fencedTxn` alike: a non-empty array of puts and deletes, each key
- * outside the client's lock and election prefixes (`reserved`), without unpaired surrogates, and
+ * outside every lock and election queue (`reserved`: the client's prefixes), without unpaired
+ * surrogates, and
  * named once (`taken`: keys the txn itself writes besides, with what they are, such as a
  * resource's fence key). Returns the txn's requests; throws `InvalidArgumentError` naming the op
  * before anything is sent.
@@ -10,13 +11,14 @@ import type { IRequestOp } from 'etcd3';
 import { invalid, LONE_SURROGATE } from './options.js';
 
 /**
- * The lock or election prefix `key` lies under, if any. Every key there is refused, not only the
- * keys inside a queue (`<prefix><name>/…`): a key directly under a prefix is a direct child of a
- * queue of any client whose prefix is nested one level deeper, and etcd's Go recipes and
- * `etcdctl` count keys without a lease into a queue too, blocking it for good.
+ * The queue (`<prefix><name>/`, under one of the `reserved` prefixes) that `key` lies inside, if
+ * any. leasehold never counts a key without a lease into a queue, but etcd's Go recipes and
+ * `etcdctl` do: a fenced write there would block that lock or election for them for good. Keys
+ * directly under a prefix (`<lockPrefix>data`, no further `/`) are in no queue.
  */
-export function reservedPrefixOf(key: string, reserved: readonly string[]): string | undefined {
-  return reserved.find((p) => key.startsWith(p));
+export function queueOf(key: string, reserved: readonly string[]): string | undefined {
+  const prefix = reserved.find((p) => key.startsWith(p) && key.includes('/', p.length));
+  return prefix === undefined ? undefined : key.slice(0, key.indexOf('/', prefix.length) + 1);
 }
 
 export function fencedRequests(
@@ -38,11 +40,11 @@ export function fencedRequests(
       // Two such keys differ here and are the same bytes on the wire (each lone half is U+FFFD).
       throw invalid(`ops[${i}].key`, 'a string without unpaired UTF-16 surrogates', o.key);
     }
-    const prefix = reservedPrefixOf(key, reserved);
-    if (prefix !== undefined) {
+    const queue = queueOf(key, reserved);
+    if (queue !== undefined) {
       throw invalid(
         `ops[${i}].key`,
-        `a key outside the lock and election prefixes (it is under ${JSON.stringify(prefix)}, where every queue lives: a client with a prefix nested there would count it into its queue); keep your data elsewhere, and end a hold with release() or resign()`,
+        `a key outside the lock and election queues (it is inside the queue ${JSON.stringify(queue)}, where a key without a lease would block that lock or election for etcdctl and Go clients for good); keep your data elsewhere, and end a hold with release() or resign()`,
         o.key,
       );
     }

@@ -4,7 +4,7 @@
  */
 import type { IKeyValue, IRequestOp } from 'etcd3';
 import type { LockLostReason } from './errors.js';
-import { LossLatch, withoutStack } from './latch.js';
+import { withoutStack } from './latch.js';
 import { fencedRequests } from './fenced-ops.js';
 import type { Entry } from './queue.js';
 import type { Session } from './session.js';
@@ -67,9 +67,6 @@ export function lossWhy(reason: LockLostReason, cause?: unknown): string {
 
 export abstract class Hold<Lost extends Error, Ended extends Error> implements AsyncDisposable {
   readonly #entry: Entry;
-  // Reading the session's signal trips it (and, through the entry, this hold) past its deadline.
-  readonly #latch = new LossLatch<Lost | Ended>(() => this.session.isLost);
-  readonly #lost = new LossLatch<Lost>();
   #ending: Promise<void> | undefined;
   /** The session the hold is on. */
   readonly session: Session;
@@ -78,15 +75,14 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
   /** The fencing token: the key's create revision. */
   readonly token: bigint;
 
+  /** @internal The key's value as the join found or wrote it. */
+  protected get entryValue(): Buffer {
+    return this.#entry.value;
+  }
+
   protected constructor(entry: Entry) {
     this.#entry = entry;
     ({ session: this.session, key: this.key, token: this.token } = entry);
-    const onEnd = () => {
-      const reason = entry.signal.reason as Lost;
-      if (this.#latch.trip(reason)) this.#lost.trip(reason);
-    };
-    if (entry.signal.aborted) onEnd();
-    else entry.signal.addEventListener('abort', onEnd, { once: true });
   }
 
   /**
@@ -95,17 +91,19 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * checks the session's deadline first, also on a signal kept from earlier.
    */
   get signal(): AbortSignal {
-    return this.#latch.signal;
+    // The entry's: one latch per hold, made when first read.
+    return this.#entry.signal;
   }
 
   /** True until the hold is lost or ended by its owner. */
   get isHeld(): boolean {
-    return !this.signal.aborted;
+    return this.#entry.endReason === undefined;
   }
 
   /** Throws the reason if the hold is lost or ended. */
   throwIfLost(): void {
-    this.signal.throwIfAborted();
+    const reason = this.#entry.endReason;
+    if (reason) throw reason;
   }
 
   /**
@@ -124,13 +122,13 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    */
   assertTimeLeft(ms: number): number {
     const leftMs = this.timeLeftMs();
-    const lost = this.isHeld ? undefined : (this.signal.reason as Error);
+    const lost = this.#entry.endReason;
     return assertTimeLeft(ms, { leftMs, lost, what: `${this.key} (token ${this.token})` });
   }
 
   /** Calls `listener` once if the hold is lost (not when its owner ends it). */
   onLost(listener: (error: Lost) => void): Disposable {
-    return this.#lost.on(listener);
+    return this.#entry.onLost(listener as (error: Error) => void);
   }
 
   /** A compare for your own etcd transactions; see {@link LockGuard}. */
@@ -186,12 +184,16 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
   protected end(what: 'release' | 'resign', reason: () => Ended): Promise<void> {
     const telemetry = this.session.telemetry;
     const span = what === 'release' ? 'leasehold.lock.release' : 'leasehold.election.resign';
-    return (this.#ending ??= telemetry.span(span, () => this.#attributes(), async () => {
-      if (this.#latch.trip(withoutStack(reason)) && what === 'resign') {
-        telemetry.leadership('resigned');
-      }
-      await this.#entry.remove(what);
-    }));
+    return (this.#ending ??= telemetry.span(
+      span,
+      () => this.#attributes(),
+      async () => {
+        if (this.#entry.end(what, () => withoutStack(reason)) && what === 'resign') {
+          telemetry.leadership('resigned');
+        }
+        await this.#entry.remove(what);
+      },
+    ));
   }
 
   abstract [Symbol.asyncDispose](): Promise<void>;

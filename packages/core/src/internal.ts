@@ -77,7 +77,7 @@ export function counter(
 /** Aborts when `client` is closed: a package's background work (timers, loops) stops with it. */
 export const closedSignal = (client: Leasehold): AbortSignal => client.closed;
 
-export { fencedRequests, reservedPrefixOf } from './fenced-ops.js';
+export { fencedRequests, queueOf } from './fenced-ops.js';
 
 /** The key prefixes of every queue of `client` (its locks and elections). */
 export const queuePrefixes = (client: Leasehold): readonly string[] => [

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { InvalidArgumentError } from './errors.js';
 
 /**
@@ -45,32 +46,41 @@ export class Listeners<T> {
  * `check` runs before every read of the signal's `aborted`, `reason` and `throwIfAborted()`, on
  * this signal object itself: code that kept the signal from before a stalled event loop sees a
  * loss its owner can compute (a passed deadline) on its first read, before any timer fires.
+ *
+ * The AbortController and the listener set are made on first use: a held lock nobody asks for a
+ * signal costs neither (at 100,000 holds on one session that is most of their memory). Internal
+ * waits add a listener each, so many at once are expected: no MaxListeners warning.
  */
 export class LossLatch<E extends Error> {
-  readonly #controller = new AbortController();
-  readonly #listeners = new Listeners<E>();
+  #controller: AbortController | undefined;
+  #listeners: Listeners<E> | undefined;
   #reason: E | undefined;
 
-  constructor(check?: () => void) {
-    if (!check) return;
-    const signal = this.#controller.signal;
-    const getter = (name: 'aborted' | 'reason') =>
-      Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
-    const [aborted, reason] = [getter('aborted'), getter('reason')];
-    Object.defineProperties(signal, {
-      aborted: { get: () => (check(), aborted() as boolean) },
-      reason: { get: () => (check(), reason() as unknown) },
-      throwIfAborted: {
-        value: () => {
-          check();
-          if (aborted()) throw reason();
-        },
-      },
-    });
-  }
+  constructor(private readonly check?: () => void) {}
 
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    if (this.#controller) return this.#controller.signal;
+    const controller = (this.#controller = new AbortController());
+    const signal = controller.signal;
+    setMaxListeners(0, signal);
+    const check = this.check;
+    if (check) {
+      const getter = (name: 'aborted' | 'reason') =>
+        Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
+      const [aborted, reason] = [getter('aborted'), getter('reason')];
+      Object.defineProperties(signal, {
+        aborted: { get: () => (check(), aborted() as boolean) },
+        reason: { get: () => (check(), reason() as unknown) },
+        throwIfAborted: {
+          value: () => {
+            check();
+            if (aborted()) throw reason();
+          },
+        },
+      });
+    }
+    if (this.#reason) controller.abort(this.#reason);
+    return signal;
   }
 
   /** The reason it tripped with, without running `check`. */
@@ -82,15 +92,16 @@ export class LossLatch<E extends Error> {
   trip(reason: E): boolean {
     if (this.#reason) return false;
     this.#reason = reason;
-    this.#controller.abort(reason);
-    this.#listeners.emit(reason);
-    this.#listeners.clear();
+    this.#controller?.abort(reason);
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    listeners?.emit(reason);
     return true;
   }
 
   on(listener: (reason: E) => void): Disposable {
     const reason = this.#reason;
-    if (reason === undefined) return this.#listeners.add(listener);
+    if (reason === undefined) return (this.#listeners ??= new Listeners<E>()).add(listener);
     const late = new Listeners<E>();
     const disposable = late.add(listener);
     queueMicrotask(() => late.emit(reason));

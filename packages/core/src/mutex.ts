@@ -152,8 +152,12 @@ async function tryAcquireNow(
   );
 }
 
+/** The default holder value's bytes: one copy for every hold of the process (never written). */
+let defaultValueBytes: Buffer | undefined;
+
 function holderValue(options: AcquireOptions): Buffer {
-  return Buffer.from(validateValue('value', options.value ?? defaultHolderValue()));
+  if (options.value === undefined) return (defaultValueBytes ??= Buffer.from(defaultHolderValue()));
+  return Buffer.from(validateValue('value', options.value));
 }
 
 /** The session to hold on, and one signal for the wait: the caller's, the bound, the session. */
@@ -189,11 +193,12 @@ export class Lock extends Hold<LockLostError, LockReleasedError> {
     readonly name: string,
   ) {
     super(entry);
-    this.value = entry.value.toString();
   }
 
   /** The holder value written on the lock key. */
-  readonly value: string;
+  get value(): string {
+    return this.entryValue.toString();
+  }
 
   /** @internal */
   static held(entry: Entry, name: string): Lock {

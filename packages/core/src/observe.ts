@@ -38,7 +38,6 @@ const same = (a: Holder | undefined, b: Holder | undefined) =>
 
 const createdAt = (kv: { create_revision: string }) => BigInt(kv.create_revision);
 
-
 /** A candidate as the check compares them: its key and create revision. */
 const leaderId = (kv: IKeyValue | undefined) => kv && `${kv.key.toString()}@${kv.create_revision}`;
 

@@ -241,7 +241,8 @@ export function validateValue(name: string, value: unknown): string {
 }
 
 /** An unpaired UTF-16 surrogate: it encodes to U+FFFD, so two such strings can share bytes. */
-export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export const LONE_SURROGATE =
+  /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Turns a lock or election name into its key segment.

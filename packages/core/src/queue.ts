@@ -108,9 +108,13 @@ export class Queue {
     const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
     const slot = this.#slots.enter(key.toString());
     try {
-      // Combining signals costs more than the rest of an uncontended join's local work.
-      const turnSignal = opts.turnSignal ? anySignal(opts.signal, opts.turnSignal) : opts.signal;
-      await raceSignal(slot.turn, turnSignal);
+      if (slot.waits) {
+        // Combining signals costs more than the rest of an uncontended join's local work.
+        const turnSignal = opts.turnSignal ? anySignal(opts.signal, opts.turnSignal) : opts.signal;
+        await raceSignal(slot.turn, turnSignal);
+      } else {
+        opts.signal.throwIfAborted();
+      }
       session.throwIfLost();
     } catch (err) {
       slot.leave();
@@ -192,9 +196,7 @@ export class Queue {
       keysOnly: false,
       pageKeys: tunables.valuePageKeys,
     });
-    const kvs = this.#own(range, read.kvs).sort((a, b) =>
-      revisionOf(a) < revisionOf(b) ? -1 : 1,
-    );
+    const kvs = this.#own(range, read.kvs).sort((a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1));
     return { kvs, readAt: read.readAt };
   }
 
@@ -284,13 +286,20 @@ type EntryState =
  * that made it (a lock or a campaign), which turns its end into that handle's error.
  */
 export class Entry {
-  readonly #end = new LossLatch<Error>();
+  /**
+   * Trips once: on loss (`#lose`), or when the owner ends the hold (`end`). Reading its signal
+   * checks the session's deadline first, so a passed deadline trips it on the first read.
+   */
+  readonly #end = new LossLatch<Error>(() => void this.session.isLost);
+  /** Whether the latch tripped for a loss or because the owner ended the hold. */
+  #endedBy: 'lost' | 'owner' | undefined;
   #state: EntryState = { kind: 'waiting', ahead: new Set(), unsure: false };
   /** Events below this revision are already reflected in what the entry knows. */
   #from = 0n;
-  #becameFirst = () => {};
-  readonly #first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
-  #stop = () => {};
+  /** Resolves the wait of `waitFirst`, made only when the entry is not first at once. */
+  #becameFirst: (() => void) | undefined;
+  /** The entry's subscription to its queue's events, disposed when the entry ends. */
+  #subscription: Disposable | undefined;
   #removing: Promise<void> | undefined;
   /**
    * The first key of the queue when this entry joined, if not this one: with its value if the
@@ -310,6 +319,17 @@ export class Entry {
     readonly value: Buffer,
     private readonly lostError: LostError,
   ) {}
+
+  #stop(): void {
+    this.#subscription?.[Symbol.dispose]();
+    this.#subscription = undefined;
+    this.session.detach(this);
+  }
+
+  /** @internal The session ended: so does the entry (see `Session.attach`). */
+  sessionEnded(error: Error): void {
+    this.#lose('session', error);
+  }
 
   /** @internal Starts following the queue from the join's read. */
   listen(
@@ -331,18 +351,12 @@ export class Entry {
       },
       read: (kvs, readAt) => this.#read(kvs, readAt),
     });
+    this.#subscription = sub;
     const signal = this.session.signal;
-    const onLost = () => this.#lose('session', signal.reason);
-    // The session's own listener set, not an abort listener per entry: EventTarget scans all its
-    // listeners on every add, which made each join O(holds) on a session with thousands.
-    const lost = this.session.onEnd(onLost);
-    this.#stop = () => {
-      sub[Symbol.dispose]();
-      lost[Symbol.dispose]();
-    };
+    this.session.attach(this);
     // A replayed event may have ended it while subscribing.
     if ((this.#state as EntryState).kind === 'ended') this.#stop();
-    if (signal.aborted) onLost();
+    if (signal.aborted) this.#lose('session', signal.reason);
     // A key named after this lease but written by someone else on another lease is not ours.
     if (found.adopted && found.adopted.lease !== this.session.leaseId.toString()) {
       this.#lose('overwritten');
@@ -360,9 +374,40 @@ export class Entry {
     return this.#state.kind === 'first';
   }
 
-  /** Aborts with the entry's error when it ends other than by `remove()`. */
+  /**
+   * Aborts when the entry ends: with its lost error, or with the reason its owner ended it
+   * (`end`). Reading it checks the session's deadline first.
+   */
   get signal(): AbortSignal {
     return this.#end.signal;
+  }
+
+  /**
+   * Why the entry ended, or undefined while it lasts: what its signal would say, checking the
+   * session's deadline first, without making the signal.
+   */
+  get endReason(): Error | undefined {
+    void this.session.isLost;
+    return this.#end.reason;
+  }
+
+  /** Calls `listener` once if the entry is lost (not when its owner ends it). */
+  onLost(listener: (error: Error) => void): Disposable {
+    return this.#end.on((error) => this.#endedBy === 'lost' && listener(error));
+  }
+
+  /**
+   * The owner ends the hold: the signal aborts at once with `reason()` (unless the entry ended
+   * already), then the key is removed as by {@link remove}. Returns whether this call ended it.
+   */
+  end(what: 'release' | 'resign', reason: () => Error): boolean {
+    let ended = false;
+    if (!this.#end.reason) {
+      this.#endedBy = 'owner';
+      ended = this.#end.trip(reason());
+    }
+    void this.remove(what).catch(() => undefined);
+    return ended;
   }
 
   /**
@@ -373,7 +418,9 @@ export class Entry {
     try {
       // Already first (an uncontended join): nothing to wait for, no signals to combine.
       if (!this.isFirst || signal.aborted) {
-        await raceSignal(this.#first, AbortSignal.any([signal, this.#end.signal]));
+        const first = new Promise<void>((resolve) => (this.#becameFirst = resolve));
+        if (this.isFirst) this.#becameFirst!(); // first meanwhile
+        await raceSignal(first, AbortSignal.any([signal, this.#end.signal]));
       }
       this.session.throwIfLost(); // a stalled loop may have passed the deadline meanwhile
     } catch (err) {
@@ -391,7 +438,7 @@ export class Entry {
    */
   async txn(what: string, ops: IRequestOp[]): Promise<bigint> {
     this.session.throwIfLost();
-    this.#end.signal.throwIfAborted();
+    if (this.#end.reason) throw this.#end.reason;
     const key = Buffer.from(this.key);
     const compare = [byCreate(key, this.token), byLease(key, this.session)];
     const failure = [{ request_range: { key } }];
@@ -402,7 +449,7 @@ export class Entry {
     );
     if (!res.succeeded) {
       this.#lose(res.responses[0]?.response_range.kvs[0] ? 'overwritten' : 'deleted');
-      this.#end.signal.throwIfAborted();
+      if (this.#end.reason) throw this.#end.reason;
     }
     return BigInt(res.header.revision);
   }
@@ -454,7 +501,7 @@ export class Entry {
     if (state.kind !== 'waiting' || state.unsure || state.ahead.size > 0) return;
     this.#state = { kind: 'first' };
     this.slot.held(this.token);
-    this.#becameFirst();
+    this.#becameFirst?.();
   }
 
   /**
@@ -485,6 +532,7 @@ export class Entry {
   #lose(reason: LockLostReason, cause?: unknown): void {
     if (this.#state.kind === 'ended') return;
     this.#state = { kind: 'ended' };
+    this.#endedBy ??= 'lost';
     this.#end.trip(this.lostError(reason, this, cause));
     // Deleted: nothing to remove. Overwritten: the key still blocks the queue. Session: its keys
     // go with the lease. `remove` handles all three.

@@ -48,6 +48,11 @@ export interface SessionOptions {
 
 type KeepAliveStream = Stream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
+/** What a session tells each queue entry on it when it ends (see {@link Session.attach}). */
+export interface SessionMember {
+  sessionEnded(error: LeaseLostError): void;
+}
+
 /** Validated session options, with defaults (`name` says where they came from in errors). */
 export function sessionSettings(options: SessionOptions, name = 'options') {
   checkOptions(options, ['ttlSeconds', 'safetyMarginMs', 'leaseId', 'signal'], name);
@@ -179,6 +184,7 @@ export class Session implements AsyncDisposable {
   readonly #latch = new LossLatch<LeaseLostError>(() => this.#checkDeadline());
   readonly #lost = new LossLatch<LeaseLostError>();
   readonly #sentAt: number[] = [];
+  readonly #members = new Set<SessionMember>();
   /** Timers and listeners by name; every one is stopped when the session ends. */
   readonly #stops = new Map<string, () => void>();
   #expiresAt: number;
@@ -346,11 +352,17 @@ export class Session implements AsyncDisposable {
   }
 
   /**
-   * @internal Hears the session's end, closing included (`onLost` leaves closing out): when
-   * `signal` aborts, with its reason.
+   * @internal Tells `member` (a queue entry on this session) when the session ends, closing
+   * included, until `detach`. One set on the session, not a listener per entry: at 100,000
+   * holds the listeners were a good part of their memory.
    */
-  onEnd(listener: (error: LeaseLostError) => void): Disposable {
-    return this.#latch.on(listener);
+  attach(member: SessionMember): void {
+    this.#members.add(member);
+  }
+
+  /** @internal See {@link attach}. */
+  detach(member: SessionMember): void {
+    this.#members.delete(member);
   }
 
   /** Throws the loss reason if the session is lost or closed. */
@@ -516,6 +528,8 @@ export class Session implements AsyncDisposable {
 
   #lose(reason: LeaseLostError): void {
     if (!this.#latch.trip(reason)) return;
+    for (const member of [...this.#members]) member.sessionEnded(reason);
+    this.#members.clear();
     this.telemetry.sessionEnded(reason);
     if (reason.reason !== 'closed') this.#lost.trip(reason);
     for (const stop of this.#stops.values()) stop();

@@ -3,12 +3,16 @@
  * session for one name (two acquisitions of `jobs` on one session) would share it. They queue
  * here instead, each creating the key afresh (its own create revision, its own token) once the
  * previous one's key is gone from etcd; and a key is never adopted while an entry still owns it.
+ *
+ * The common case, one entry per key, costs one small object and no promise: its turn is now.
  */
 
 /** One entry's turn at a key (see {@link Slots.enter}). */
 export interface Slot {
   /** Resolves when every earlier entry for the key has left. */
   readonly turn: Promise<void>;
+  /** Whether an earlier entry was there when this one entered (else its turn is now). */
+  readonly waits: boolean;
   /** No longer contending or holding; its key may still be being removed. */
   idle(): void;
   /** It holds, with this token (for `LockTakenError` of a local `tryAcquire`). */
@@ -17,8 +21,64 @@ export interface Slot {
   leave(): void;
 }
 
+const NOW = Promise.resolve();
+
+/** Every entry of one key, oldest first: the first one's turn has come. */
+interface Record {
+  key: string;
+  /** The map the record lives in, left when its last entry leaves. */
+  home: Map<string, Record>;
+  turns: Turn[];
+  /** Entries not yet idle. */
+  active: number;
+  token?: bigint;
+}
+
+class Turn implements Slot {
+  turn: Promise<void> = NOW;
+  waits = false;
+  #start: (() => void) | undefined;
+  #active = true;
+  left = false;
+
+  constructor(private readonly record: Record) {
+    if (record.turns.length > 0) {
+      this.waits = true;
+      this.turn = new Promise<void>((resolve) => (this.#start = resolve));
+    }
+    record.turns.push(this);
+    record.active++;
+  }
+
+  /** Its turn has come: every earlier entry has left. */
+  begin(): void {
+    this.#start?.();
+  }
+
+  idle(): void {
+    if (this.#active) this.record.active--;
+    this.#active = false;
+  }
+
+  held(token: bigint): void {
+    this.record.token = token;
+  }
+
+  leave(): void {
+    this.idle();
+    this.left = true;
+    const turns = this.record.turns;
+    while (turns[0]?.left) {
+      turns.shift();
+      turns[0]?.begin();
+    }
+    const { home, key } = this.record;
+    if (turns.length === 0 && home.get(key) === this.record) home.delete(key);
+  }
+}
+
 export class Slots {
-  readonly #records = new Map<string, { tail: Promise<void>; active: number; token?: bigint }>();
+  readonly #records = new Map<string, Record>();
 
   /**
    * Serialises one queue key's entries. The key is named after its session's lease, so two
@@ -26,24 +86,12 @@ export class Slots {
    * gone from etcd, then creates it afresh with its own create revision (its own token).
    */
   enter(key: string): Slot {
-    const record = this.#records.get(key) ?? { tail: Promise.resolve(), active: 0 };
-    this.#records.set(key, record);
-    const turn = record.tail;
-    let left!: () => void;
-    const mine = turn.then(() => new Promise<void>((resolve) => (left = resolve)));
-    record.tail = mine;
-    record.active++;
-    void mine.then(() => record.tail === mine && this.#records.delete(key));
-    let active = true;
-    const idle = () => {
-      if (active) record.active--;
-      active = false;
-    };
-    const leave = () => {
-      idle();
-      void turn.then(() => left());
-    };
-    return { turn, idle, leave, held: (token) => void (record.token = token) };
+    let record = this.#records.get(key);
+    if (!record) {
+      record = { key, home: this.#records, turns: [], active: 0 };
+      this.#records.set(key, record);
+    }
+    return new Turn(record);
   }
 
   /** Whether any entry has `key`: holding, waiting or removing it. */

@@ -32,10 +32,30 @@ export interface WatchListener {
 }
 
 type WatchStream = Stream<IWatchRequest, IWatchResponse>;
-interface Subscription {
-  from: bigint;
-  listener: WatchListener;
+/** One subscriber of one range; disposing it unsubscribes. */
+class Subscription implements Disposable {
+  constructor(
+    readonly from: bigint,
+    readonly listener: WatchListener,
+    private readonly range: string,
+    private readonly subs: Map<string, Subscribers>,
+  ) {}
+
+  [Symbol.dispose](): void {
+    const current = this.subs.get(this.range);
+    if (current === this) this.subs.delete(this.range);
+    else if (current instanceof Set) {
+      current.delete(this);
+      if (current.size === 0) this.subs.delete(this.range);
+    }
+  }
 }
+
+/** A range's subscribers: most ranges have one (a holder), so no set for it. */
+type Subscribers = Subscription | Set<Subscription>;
+
+const each = (subs: Subscribers | undefined): Iterable<Subscription> =>
+  subs === undefined ? [] : subs instanceof Set ? [...subs] : [subs];
 
 /**
  * Calls `fn` with each run of events that share a revision and a range: etcd sends a txn's
@@ -84,7 +104,7 @@ export function byRevisionAndRange(
  *   keys of this client's sessions that nothing owns.
  */
 export class Watch {
-  readonly #subs = new Map<string, Set<Subscription>>();
+  readonly #subs = new Map<string, Subscribers>();
   readonly #progress = new Listeners<void>();
   #phase: 'idle' | 'starting' | 'live' | 'retrying' | 'closed' = 'idle';
   #stream: WatchStream | undefined;
@@ -134,16 +154,18 @@ export class Watch {
    * before this returns; if the watch cannot replay from `from`, `unsure` follows in a microtask.
    */
   subscribe(range: string, from: bigint, listener: WatchListener): Disposable {
-    const sub = { from, listener };
-    let set = this.#subs.get(range);
-    if (!set) this.#subs.set(range, (set = new Set()));
-    set.add(sub);
+    const sub = new Subscription(from, listener, range, this.#subs);
+    const current = this.#subs.get(range);
+    if (current === undefined) this.#subs.set(range, sub);
+    else if (current instanceof Set) current.add(sub);
+    else this.#subs.set(range, new Set([current, sub]));
     if (this.#phase === 'idle') {
       this.#reset(from);
       void this.#open();
     } else if (from < this.#coveredFrom) {
       queueMicrotask(() => {
-        if (!set.has(sub)) return;
+        const now = this.#subs.get(range);
+        if (now !== sub && !(now instanceof Set && now.has(sub))) return;
         listener.unsure();
         this.#checkNow();
       });
@@ -160,12 +182,7 @@ export class Watch {
       }
     }
     this.#scheduleCheck();
-    return {
-      [Symbol.dispose]: () => {
-        set.delete(sub);
-        if (set.size === 0 && this.#subs.get(range) === set) this.#subs.delete(range);
-      },
-    };
+    return sub;
   }
 
   close(): void {
@@ -252,7 +269,7 @@ export class Watch {
       if (event.revision > this.#delivered) this.#delivered = event.revision;
     }
     byRevisionAndRange(events, (range, batch, revision) => {
-      for (const sub of this.#subs.get(range) ?? []) {
+      for (const sub of each(this.#subs.get(range))) {
         if (revision >= sub.from) sub.listener.events(batch, revision);
       }
     });
@@ -282,8 +299,8 @@ export class Watch {
   }
 
   #allUnsure(): void {
-    for (const set of [...this.#subs.values()]) {
-      for (const sub of [...set]) sub.listener.unsure();
+    for (const subs of [...this.#subs.values()]) {
+      for (const sub of each(subs)) sub.listener.unsure();
     }
     this.#checkNow();
   }
@@ -334,8 +351,8 @@ export class Watch {
       if (kvs) kvs.push(kv);
       else byRange.set(range, [kv]);
     }
-    for (const [range, set] of [...this.#subs]) {
-      for (const sub of [...set]) sub.listener.read(byRange.get(range) ?? [], read.readAt);
+    for (const [range, subs] of [...this.#subs]) {
+      for (const sub of each(subs)) sub.listener.read(byRange.get(range) ?? [], read.readAt);
     }
     this.#reads.emit(read);
     const stream = this.#stream;

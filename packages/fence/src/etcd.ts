@@ -11,7 +11,7 @@
  * strings byte order is numeric order, exact for all int64 tokens.
  */
 import type { Leasehold } from '@leasehold/core';
-import { fencedRequests, kvCall, queuePrefixes, reservedPrefixOf } from '@leasehold/core/internal';
+import { fencedRequests, kvCall, queuePrefixes, queueOf } from '@leasehold/core/internal';
 import {
   checkFence,
   checkObject,
@@ -146,11 +146,11 @@ export interface EtcdStore extends FencedStore {
  */
 function checkOutsideQueues(client: Leasehold, prefix: string): void {
   const reserved = queuePrefixes(client);
-  // Fence keys are `<prefix>token/…`, values `<prefix>value/…`: either range overlapping a queue
-  // prefix (inside it, or containing it) is refused.
-  const ranges = [`${prefix}token/`, `${prefix}value/`];
+  // Fence keys are `<prefix>token/…`, values `<prefix>value/…`: either range inside a queue, or
+  // containing a queue prefix, is refused.
+  const ranges = [`${prefix}token/x`, `${prefix}value/x`];
   const under = reserved.find((p) =>
-    ranges.some((r) => reservedPrefixOf(r, [p]) !== undefined || p.startsWith(r)),
+    ranges.some((r) => queueOf(r, [p]) !== undefined || p.startsWith(r.slice(0, -1))),
   );
   if (under === undefined) return;
   throw new InvalidArgumentError(
