@@ -449,7 +449,8 @@ export class Entry {
     );
     if (!res.succeeded) {
       this.#lose(res.responses[0]?.response_range.kvs[0] ? 'overwritten' : 'deleted');
-      if (this.#end.reason) throw this.#end.reason;
+      const reason = this.#end.reason as Error | undefined; // ended meanwhile, by #lose or not
+      if (reason) throw reason;
     }
     return BigInt(res.header.revision);
   }
