@@ -33,10 +33,19 @@ export class Cli {
   readonly exited: Promise<Exit>;
   readonly proc: ChildProcess;
 
-  constructor(args: string[], env: Record<string, string> = {}) {
+  /**
+   * `detached`: leasehold leads a process group of its own, as a shell job or a supervised
+   * service does, so that the test can signal the whole group (`kill -STOP -PGID`).
+   */
+  constructor(
+    args: string[],
+    env: Record<string, string> = {},
+    readonly options: { detached?: boolean } = {},
+  ) {
     this.proc = spawn(process.execPath, [bin, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env },
+      detached: options.detached === true,
     });
     running.add(this);
     this.proc.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
@@ -59,6 +68,13 @@ export class Cli {
 
   signal(signal: NodeJS.Signals): number {
     this.proc.kill(signal);
+    return now();
+  }
+
+  /** Signals leasehold's whole process group (`kill -SIG -PGID`); needs `detached`. */
+  signalGroup(signal: NodeJS.Signals): number {
+    if (this.options.detached !== true) throw new Error('signalGroup needs { detached: true }');
+    process.kill(-this.pid, signal);
     return now();
   }
 
@@ -217,8 +233,14 @@ export function cleanUpAfter(prefix: string): string {
 afterEach(async () => {
   const left = [...running];
   for (const cli of left) {
-    cli.proc.kill('SIGCONT');
-    cli.proc.kill('SIGKILL');
+    for (const signal of ['SIGCONT', 'SIGKILL'] as const) {
+      try {
+        if (cli.options.detached === true) process.kill(-cli.pid, signal);
+        else cli.proc.kill(signal);
+      } catch {
+        // Gone already.
+      }
+    }
   }
   await Promise.all(left.map((cli) => cli.exited));
   if (prefixes.length === 0) return;

@@ -131,8 +131,12 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
     return exitCodes.lost;
   }
 
+  // The keeper leads a session of its own: a stop or kill of leasehold's process group (a
+  // shell's `kill -STOP %1`, a supervisor, a CI runner pausing the job) must not reach it, since
+  // it exists to act when leasehold cannot. The command gets a session of its own from it.
   const keeper = spawn(process.execPath, [keeperPath], {
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    detached: true,
   });
   const send = (message: KeeperRequest) => {
     if (keeper.connected) keeper.send(message, (err) => void err); // a dead keeper says so by exiting
