@@ -37,9 +37,10 @@ export class Cli {
    * `detached`: leasehold leads a process group of its own, as a shell job or a supervised
    * service does, so that the test can signal the whole group (`kill -STOP -PGID`).
    */
+  /** `env` is added to the test's environment; a variable set to `undefined` is removed. */
   constructor(
     args: string[],
-    env: Record<string, string> = {},
+    env: Record<string, string | undefined> = {},
     readonly options: { detached?: boolean } = {},
   ) {
     this.proc = spawn(process.execPath, [bin, ...args], {
@@ -98,7 +99,7 @@ export class Cli {
 /** Runs leasehold to completion. */
 export async function runCli(
   args: string[],
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   ms = 20_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const cli = new Cli(args, env);

@@ -140,6 +140,47 @@ describe('bad flags: one line on stderr, exit 64, nothing run', () => {
   });
 });
 
+describe('connection flags before the command name', () => {
+  it.each([
+    [['--endpoints', 'ftp://h:1', 'run', '--lock', 'x', '--', 'true']],
+    [['--endpoints', 'ftp://h:1', 'inspect']],
+    [['--endpoints=ftp://h:1', 'observe', 'e']],
+    [['--debug', '--endpoints', 'ftp://h:1', 'unlock', 'x', '--key', 'ab', '--yes']],
+  ])('%j: read as if they came after it', async (args) => {
+    const { code, stderr } = await run(...args);
+    expect(stderr.split('\n')[0]).toMatch(
+      /^leasehold: --endpoints "ftp:\/\/h:1" has scheme ftp; only http and https are allowed/,
+    );
+    expect(code).toBe(exitCodes.usage);
+  });
+
+  it('after the command name, a flag wins over the same flag before it', async () => {
+    const { stderr } = await run(
+      '--endpoints',
+      'ftp://before:1',
+      'inspect',
+      '--endpoints',
+      'ftp://after:1',
+    );
+    expect(oneLine(stderr, 'leasehold')).toMatch(/"ftp:\/\/after:1"/);
+  });
+
+  it("nothing after -- is read: it is the command's", async () => {
+    const { stderr } = await run(
+      '--endpoints',
+      'ftp://ours:1',
+      'run',
+      '--lock',
+      'x',
+      '--',
+      'sh',
+      '--endpoints',
+      'ftp://theirs:1',
+    );
+    expect(oneLine(stderr, 'leasehold')).toMatch(/"ftp:\/\/ours:1"/);
+  });
+});
+
 describe('errors', () => {
   it('are one line without a stack trace', () => {
     const err = new ConnectError(
