@@ -155,7 +155,7 @@ describe("a signal to leasehold's whole process group", () => {
     }
   };
 
-  it('SIGSTOP of the group past the TTL: the keeper still stops the command before the next holder\'s command starts', async () => {
+  it("SIGSTOP of the group past the TTL: the keeper still stops the command before the next holder's command starts", async () => {
     const prefix = cleanUpAfter(uniquePrefix('cli-loss-group-stop'));
     await using probe = await Probe.start();
     const a = run(prefix, endpoints.join(','), probe.env('a'), [], { detached: true });
@@ -169,9 +169,7 @@ describe("a signal to leasehold's whole process group", () => {
       // The lease can expire TTL after its last renewal, which came before the stop: the next
       // holder's command starts after that, and a's command must be gone by then.
       const childB = await probe.started('b', BOUND_MS + 20_000);
-      expect(await ranOnAfter(childA, childB), "a's command ran on after b's started (ms)").toBe(
-        0,
-      );
+      expect(await ranOnAfter(childA, childB), "a's command ran on after b's started (ms)").toBe(0);
       expect(childA.endAt! - stoppedAt).toBeLessThanOrEqual(BOUND_MS);
       expect(childA.signals()).toEqual(['SIGTERM']);
       expect(childB.token).toBeGreaterThan(childA.token);
@@ -184,7 +182,7 @@ describe("a signal to leasehold's whole process group", () => {
     expect((await b.exit()).code).toBe(0);
   });
 
-  it('SIGKILL of the group: the command is stopped at once, SIGKILL after the grace, before the next holder\'s command starts', async () => {
+  it("SIGKILL of the group: the command is stopped at once, SIGKILL after the grace, before the next holder's command starts", async () => {
     const prefix = cleanUpAfter(uniquePrefix('cli-loss-group-kill'));
     await using probe = await Probe.start();
     // It ignores SIGTERM: only the keeper's SIGKILL, a grace period later, ends it.
@@ -199,9 +197,7 @@ describe("a signal to leasehold's whole process group", () => {
     const killedAt = a.signalGroup('SIGKILL');
     try {
       const childB = await probe.started('b', BOUND_MS + 20_000);
-      expect(await ranOnAfter(childA, childB), "a's command ran on after b's started (ms)").toBe(
-        0,
-      );
+      expect(await ranOnAfter(childA, childB), "a's command ran on after b's started (ms)").toBe(0);
       // SIGTERM at once, SIGKILL a grace later (sooner than the lease's deadline here).
       expect(childA.endAt! - killedAt).toBeLessThanOrEqual(BOUND_MS);
       expect(childA.endAt! - killedAt).toBeGreaterThanOrEqual(GRACE_MS - 50);
