@@ -1,4 +1,4 @@
-import { AuthError, ConnectError } from '@leasehold/core';
+import { AuthError, ConnectError, isInvalidArgumentError } from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
 import { errorText, main } from './cli.js';
 import { CliError, exitCodes } from './exit-codes.js';
@@ -138,6 +138,30 @@ describe('bad flags: one line on stderr, exit 64, nothing run', () => {
     );
     expect(code).toBe(exitCodes.usage);
   });
+});
+
+describe('main() called wrong by a program that embeds it', () => {
+  const io = { stdout: process.stdout, stderr: process.stderr };
+  it.each([['run --lock x'], [undefined], [['node', 'leasehold', 5]], [{}]])(
+    'refuses argv %j with InvalidArgumentError',
+    async (argv) => {
+      await expect(main(argv as never, io)).rejects.toSatisfy(
+        (err) =>
+          isInvalidArgumentError(err) &&
+          /^argv must be an array of strings, as process.argv/.test(err.message),
+      );
+    },
+  );
+  it.each([['stdout'], [null], [{ stdout: process.stdout }], [{ stdout: 1, stderr: 2 }]])(
+    'refuses io %j with InvalidArgumentError',
+    async (bad) => {
+      await expect(main(['node', 'leasehold', '--version'], bad as never)).rejects.toSatisfy(
+        (err) =>
+          isInvalidArgumentError(err) &&
+          /^io must be an object \{ stdout, stderr \} of writable streams, got /.test(err.message),
+      );
+    },
+  );
 });
 
 describe('connection flags before the command name', () => {

@@ -3,8 +3,13 @@
  * one line on stderr and an exit code (exit-codes.ts).
  */
 import { readFileSync } from 'node:fs';
-import { isConnectError, isInvalidArgumentError, isLeaseholdError } from '@leasehold/core';
-import { Command, CommanderError, Help, Option } from 'commander';
+import {
+  InvalidArgumentError,
+  isConnectError,
+  isInvalidArgumentError,
+  isLeaseholdError,
+} from '@leasehold/core';
+import { Command, CommanderError, Help, Option, type OptionValues } from 'commander';
 import {
   addConnectionOptions,
   CONNECTION_GROUP,
@@ -116,14 +121,39 @@ if it still runs, sees its lock lost. The key's lease is not revoked.`,
  * A command's own flags with the program's (the connection flags), as one object: the shape
  * each command's function takes. Commander checked each flag's syntax; the functions check values.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each command reads its own keys
-const all = (command: Command): any => command.optsWithGlobals();
+const all = <T extends object>(command: Command): T => command.optsWithGlobals<T & OptionValues>();
+
+/** A value as a message shows it: strings quoted and cut short, others by their type. */
+function shown(value: unknown): string {
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
+}
+
+const writable = (stream: unknown) =>
+  typeof stream === 'object' &&
+  stream !== null &&
+  typeof (stream as Io['stdout']).write === 'function';
 
 /**
- * Runs leasehold with `argv` (as `process.argv`) and resolves to the exit code. Never throws:
- * errors are written to `io.stderr`.
+ * Runs leasehold with `argv` (as `process.argv`) and resolves to the exit code. Never throws
+ * for what the operator typed: those errors are written to `io.stderr`. Rejects with
+ * `InvalidArgumentError` (of `@leasehold/core`) if `argv` is not an array of strings or `io` not
+ * `{ stdout, stderr }` with writable streams: a program embedding leasehold passed them wrong.
  */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
+  if (!Array.isArray(argv) || argv.some((arg) => typeof arg !== 'string')) {
+    throw new InvalidArgumentError(
+      `argv must be an array of strings, as process.argv (node, script, then the arguments), got ${Array.isArray(argv) ? 'an array with a non-string' : shown(argv)}`,
+    );
+  }
+  if (typeof io !== 'object' || io === null || !writable(io.stdout) || !writable(io.stderr)) {
+    throw new InvalidArgumentError(
+      `io must be an object { stdout, stderr } of writable streams, got ${typeof io === 'object' && io !== null ? 'an object without them' : shown(io)}`,
+    );
+  }
   let result: number = exitCodes.ok;
   let debug = false;
   let command = '';
@@ -192,7 +222,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .argument('<command...>', 'the command and its arguments (after --)')
     .addHelpText('after', EXAMPLES.run)
     .action(async (cmd: string[], _: unknown, self: Command) => {
-      result = await runUnderLock(all(self), cmd, { stderr: io.stderr, log });
+      result = await runUnderLock(all<Parameters<typeof runUnderLock>[0]>(self), cmd, {
+        stderr: io.stderr,
+        log,
+      });
     });
 
   program
@@ -219,7 +252,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     )
     .addHelpText('after', EXAMPLES.elect)
     .action(async (name: string, cmd: string[], _: unknown, self: Command) => {
-      result = await runAsLeader(name, all(self), cmd, { stderr: io.stderr, log });
+      result = await runAsLeader(name, all<Parameters<typeof runAsLeader>[1]>(self), cmd, {
+        stderr: io.stderr,
+        log,
+      });
     });
 
   program
@@ -230,7 +266,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .option('--json', 'one JSON object per line')
     .addHelpText('after', EXAMPLES.observe)
     .action(async (name: string, _: unknown, self: Command) => {
-      result = await observe(name, all(self), (line) => out(`${line}\n`));
+      result = await observe(name, all<Parameters<typeof observe>[1]>(self), (line) =>
+        out(`${line}\n`),
+      );
     });
 
   program
@@ -252,7 +290,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .addOption(new Option('--table', 'a table even when stdout is not a terminal'))
     .addHelpText('after', EXAMPLES.inspect)
     .action(async (_: unknown, self: Command) => {
-      result = await inspect(all(self), io.stdout, out);
+      result = await inspect(all<Parameters<typeof inspect>[0]>(self), io.stdout, out);
     });
 
   program
@@ -266,7 +304,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .option('--yes', 'do not ask (required when stdin is not a terminal)')
     .addHelpText('after', EXAMPLES.unlock)
     .action(async (name: string, _: unknown, self: Command) => {
-      result = await unlock(name, all(self), out);
+      result = await unlock(name, all<Parameters<typeof unlock>[1]>(self), out);
     });
 
   // Waiting is this program's work: some SDK waits (connect()'s back-off between dials) run on
