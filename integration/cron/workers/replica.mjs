@@ -102,10 +102,21 @@ async function stop(drainMs = 10_000) {
   return stopping;
 }
 
+/** This replica's wall clock: the scheduler's `now`. */
+const clock = () => Date.now() + offsetMs;
+
 const handlers = {
-  async schedule({ job: jobName, schedule, options, runMs, honorSignal }) {
+  // `atPhaseMs` of `periodMs`: wait until this replica's clock is that far into a period, so that
+  // the IPC round trip does not decide when it starts. `before`/`after`: its clock around the
+  // schedule() call, which plans the start-up claims: what a test derives its expectations from.
+  async schedule({ job: jobName, schedule, options, runMs, honorSignal, atPhaseMs, periodMs }) {
+    if (atPhaseMs !== undefined) {
+      await sleep((atPhaseMs - (clock() % periodMs) + periodMs) % periodMs);
+    }
+    const before = clock();
     scheduler.schedule(jobName, schedule, job({ runMs, honorSignal }), options);
-    return { next: scheduler.next(jobName)?.toISOString() };
+    const after = clock();
+    return { next: scheduler.next(jobName)?.toISOString(), before, after };
   },
   async stop({ drainMs }) {
     await stop(drainMs);

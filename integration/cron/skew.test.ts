@@ -1,0 +1,154 @@
+/**
+ * Clock skew between replicas and how long a fire's record lives (issue 19, hole 5): a record
+ * must exist as long as any replica whose clock lags by up to the stated `maxClockSkewMs` may
+ * still claim the fire, or that replica claims it again and runs it twice. In one process
+ * against the run's etcd, each scheduler with its own wrapped wall clock (`now`).
+ */
+import { connect, type Leasehold } from '@leasehold/core';
+import {
+  createScheduler,
+  isInvalidArgumentError,
+  type Scheduler,
+  type SkippedEvent,
+} from '@leasehold/cron';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+
+const endpoints = sharedEndpoints();
+const admin = etcdClient(endpoints);
+let client: Leasehold;
+beforeAll(async () => {
+  client = await connect({ endpoints, session: { ttlSeconds: 5 } });
+});
+afterAll(async () => {
+  await client.close();
+  admin.close();
+});
+const prefixes: string[] = [];
+const schedulers: Scheduler[] = [];
+afterEach(async () => {
+  await Promise.all(schedulers.splice(0).map((s) => s.stop({ drainMs: 0 })));
+  for (const prefix of prefixes.splice(0)) await admin.delete().prefix(prefix);
+});
+
+/** A scheduler whose wall clock runs `offsetMs` ahead of the machine's (behind if negative). */
+async function replica(
+  prefix: string,
+  runner: string,
+  offsetMs: number,
+  maxClockSkewMs?: number,
+): Promise<Scheduler> {
+  const s = await createScheduler(client, {
+    prefix,
+    runner,
+    now: () => new Date(Date.now() + offsetMs),
+    ...(maxClockSkewMs === undefined ? {} : { maxClockSkewMs }),
+  });
+  schedulers.push(s);
+  return s;
+}
+
+/** A 6-field cron expression (seconds first, UTC) that fires once a year, at `ms`. */
+const once = (ms: number) => {
+  const d = new Date(ms);
+  return `${d.getUTCSeconds()} ${d.getUTCMinutes()} ${d.getUTCHours()} ${d.getUTCDate()} ${d.getUTCMonth() + 1} *`;
+};
+
+/** Resolves at `ms` on the machine's clock (the wait is for that instant, not a guess). */
+const until = (ms: number) =>
+  new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms - Date.now())));
+
+describe('@leasehold/cron under clock skew', () => {
+  it("refuses issue 19's configurations, which ran a fire twice with replicas 9 s apart, naming both numbers", async () => {
+    const prefix = uniquePrefix('cron-skew-refused');
+    prefixes.push(prefix);
+    const s = await replica(prefix, 'a', 0);
+    const refused: [string, object, RegExp][] = [
+      [
+        'catch-up window 59 s, retention 60 s',
+        { misfire: 'run-once', catchUpWindowMs: 59_000, retentionSeconds: 60 },
+        /^options\.retentionSeconds \(60 s = 60000 ms\) must be more than options\.catchUpWindowMs \(59000 ms\) \+ maxClockSkewMs \(10000 ms\) = 69000 ms/,
+      ],
+      [
+        'late tolerance 59 s, retention 60 s',
+        { lateToleranceMs: 59_000, retentionSeconds: 60 },
+        /^options\.retentionSeconds \(60 s = 60000 ms\) must be more than options\.lateToleranceMs \(59000 ms\) \+ maxClockSkewMs \(10000 ms\)/,
+      ],
+    ];
+    for (const [what, options, message] of refused) {
+      let caught: unknown;
+      try {
+        s.schedule('job', '0 0 1 1 *', () => {}, options);
+      } catch (err) {
+        caught = err;
+      }
+      expect(isInvalidArgumentError(caught), `${what}: ${String(caught)}`).toBe(true);
+      expect((caught as Error).message, what).toMatch(message);
+    }
+    await expect(createScheduler(client, { maxClockSkewMs: -1 })).rejects.toSatisfy(
+      isInvalidArgumentError,
+    );
+    expect(await admin.getAll().prefix(prefix).keys()).toEqual([]);
+  });
+
+  it('replicas 9 s apart, at the bound for a stated skew of 9.5 s: a replica reaching the fire late in its window finds its record, which outlives every window', async () => {
+    const prefix = uniquePrefix('cron-skew-bound');
+    prefixes.push(prefix);
+    const SKEW_MS = 9_500;
+    const AHEAD_MS = 9_000;
+    const WINDOW_MS = 50_000;
+    // 50 s + 9.5 s < 60 s: accepted. The record of the fire lives at least 60 s from its claim,
+    // made when the replica ahead reached the fire, 9 s before the machine's clock did.
+    const options = {
+      misfire: 'run-once',
+      catchUpWindowMs: WINDOW_MS,
+      retentionSeconds: 60,
+    } as const;
+    const runs: string[] = [];
+    const ahead = await replica(prefix, 'ahead', AHEAD_MS, SKEW_MS);
+    // The fire, a few seconds from now by the clock of the replica ahead.
+    const fireMs = Math.ceil((Date.now() + AHEAD_MS + 3_000) / 1000) * 1000;
+    const claimedAt = new Promise<number>((resolve) => ahead.onClaimed(() => resolve(Date.now())));
+    ahead.schedule('job', once(fireMs), () => void runs.push('ahead'), options);
+    const claimed = await claimedAt;
+    // It reached the fire by its own clock: 9 s before the machine's clock says it came.
+    expect(claimed).toBeLessThan(fireMs);
+    await waitFor(() => runs.length === 1, { what: 'the run of the replica ahead' });
+    await ahead.stop();
+
+    // A replica on the machine's clock, started late in its catch-up window (with 2 s left for
+    // a late timer on a loaded host): it claims the fire as a catch-up, and finds the record.
+    const recordKey = `${prefix}job/fire/${new Date(fireMs).toISOString()}`;
+    await until(fireMs + WINDOW_MS - 2_000);
+    const late = await replica(prefix, 'late', 0, SKEW_MS);
+    const skipped = new Promise<SkippedEvent>((resolve) => late.onSkipped(resolve));
+    const plannedAt = Date.now();
+    late.schedule('job', once(fireMs), () => void runs.push('late'), options);
+    // What the test needs: the late replica planned inside its window (the timer above may run
+    // late on a loaded host; 2 s of margin).
+    expect(plannedAt - fireMs, 'ms after the fire the late replica planned').toBeLessThanOrEqual(
+      WINDOW_MS,
+    );
+    expect(await skipped).toMatchObject({
+      reason: 'claimed-elsewhere',
+      holder: { runner: 'ahead' },
+    });
+
+    // The record expires with its retention lease (60 s + a rotation period after its grant)…
+    const goneAt = await waitFor(
+      async () => ((await admin.get(recordKey).exists()) ? undefined : Date.now()),
+      { timeoutMs: 40_000, intervalMs: 100, what: 'the record expires' },
+    );
+    // …at least 60 s after the claim, and so only once the clock of every replica within the
+    // stated skew of the one ahead (the one most behind: 9.5 s behind it) has passed the end of
+    // its window: none of them would claim the fire again.
+    expect(goneAt - claimed).toBeGreaterThanOrEqual(60_000);
+    const mostBehindMs = AHEAD_MS - SKEW_MS;
+    expect(goneAt + mostBehindMs).toBeGreaterThan(fireMs + WINDOW_MS);
+    await late.stop();
+    expect(runs).toEqual(['ahead']);
+    console.log(
+      `[cron skew] claimed ${fireMs - claimed} ms before the fire by the machine's clock; record gone ${goneAt - claimed} ms after the claim; late replica planned ${plannedAt - fireMs} ms after the fire`,
+    );
+  }, 120_000);
+});
