@@ -137,7 +137,7 @@ describe.skipIf(binarySkip !== undefined)(
       const env = etcdctlEnv(user);
       // etcdctl itself takes this environment (the control: these are etcdctl's semantics).
       const etcdctl = await promisify(execFile)('etcdctl', ['put', `${prefix}probe`, 'x'], {
-        env: { PATH: process.env.PATH, ...env } as NodeJS.ProcessEnv,
+        env: { PATH: process.env.PATH, ...env },
         timeout: 20_000,
       });
       expect(etcdctl.stdout.trim()).toBe('OK');

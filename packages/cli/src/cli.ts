@@ -3,12 +3,7 @@
  * one line on stderr and an exit code (exit-codes.ts).
  */
 import { readFileSync } from 'node:fs';
-import {
-  InvalidArgumentError,
-  isConnectError,
-  isInvalidArgumentError,
-  isLeaseholdError,
-} from '@leasehold/core';
+import { isConnectError, isInvalidArgumentError, isLeaseholdError } from '@leasehold/core';
 import { Command, CommanderError, Help, Option, type OptionValues } from 'commander';
 import {
   addConnectionOptions,
@@ -16,7 +11,7 @@ import {
   connectMessage,
   withFlagNames,
 } from './connection.js';
-import { CliError, exitCodeFor, exitCodes } from './exit-codes.js';
+import { CliError, exitCodeFor, exitCodes, invalidArgument } from './exit-codes.js';
 import { DEFAULT_GRACE_MS, runAsLeader, runUnderLock } from './hold.js';
 import { inspect } from './inspect.js';
 import { observe } from './observe.js';
@@ -129,7 +124,8 @@ function shown(value: unknown): string {
     return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value;
 }
 
 const writable = (stream: unknown) =>
@@ -145,12 +141,12 @@ const writable = (stream: unknown) =>
  */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
   if (!Array.isArray(argv) || argv.some((arg) => typeof arg !== 'string')) {
-    throw new InvalidArgumentError(
+    throw invalidArgument(
       `argv must be an array of strings, as process.argv (node, script, then the arguments), got ${Array.isArray(argv) ? 'an array with a non-string' : shown(argv)}`,
     );
   }
   if (typeof io !== 'object' || io === null || !writable(io.stdout) || !writable(io.stderr)) {
-    throw new InvalidArgumentError(
+    throw invalidArgument(
       `io must be an object { stdout, stderr } of writable streams, got ${typeof io === 'object' && io !== null ? 'an object without them' : shown(io)}`,
     );
   }

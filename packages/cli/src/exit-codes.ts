@@ -67,11 +67,19 @@ export function signalExitCode(signal: NodeJS.Signals | number): number {
   }
   const number = typeof signal === 'string' ? constants.signals[signal] : undefined;
   if (number === undefined) {
-    throw new InvalidArgumentError(
+    throw invalidArgument(
       `signal must be a signal name such as "SIGTERM" or a number from 1 to 127, got ${typeof signal === 'string' ? JSON.stringify(signal) : String(signal)}`,
     );
   }
   return 128 + number;
+}
+
+/**
+ * Core's `InvalidArgumentError`, typed as the `Error` it is (core's declaration of its error
+ * classes does not show them as `Error` subclasses to type-aware lint rules).
+ */
+export function invalidArgument(message: string): Error {
+  return new InvalidArgumentError(message);
 }
 
 /**
