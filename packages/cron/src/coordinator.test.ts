@@ -1,6 +1,6 @@
 import type { Leasehold } from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
-import { leaseholdRunCoordinator, parseCoordinatorKey } from './coordinator.js';
+import { leaseholdRunCoordinator, parseCoordinatorKey, type TaskContext } from './coordinator.js';
 import { isInvalidArgumentError } from './errors.js';
 
 const fakeClient = {
@@ -81,10 +81,10 @@ describe('leaseholdRunCoordinator', () => {
   });
 
   it('a tracked task tells its listeners apart and stops listening when disposed', () => {
-    const listeners = new Map<string, (ctx: unknown) => void>();
+    const listeners = new Map<string, (ctx: TaskContext) => void>();
     const task = {
       name: 't',
-      on: (event: string, fn: (ctx: unknown) => void) => listeners.set(event, fn),
+      on: (event: string, fn: (ctx: TaskContext) => void) => listeners.set(event, fn),
       off: (event: string) => listeners.delete(event),
     };
     const c = leaseholdRunCoordinator(fakeClient);
