@@ -132,12 +132,22 @@ describe('a lost lock stops the command within TTL + grace', () => {
  * it exists to act when leasehold cannot.
  */
 describe("a signal to leasehold's whole process group", () => {
-  /** The next holder: a second `leasehold run` queued behind `a`, whose command exits soon. */
-  const next = (prefix: string, probe: Probe) =>
-    run(prefix, endpoints.join(','), probe.env('b', { EXIT_AFTER_MS: '200' }), [
+  /**
+   * `a`, leading a process group of its own (a shell job), holding the lock with its command
+   * running, and `b`, a second `leasehold run` queued behind it, whose command exits soon.
+   */
+  const holderAndNext = async (prefix: string, probe: Probe, env: Record<string, string> = {}) => {
+    const a = run(prefix, endpoints.join(','), probe.env('a', env), [], { detached: true });
+    const childA = await probe.started('a');
+    const b = run(prefix, endpoints.join(','), probe.env('b', { EXIT_AFTER_MS: '200' }), [
       '--wait-timeout',
       '30000',
     ]);
+    await waitFor(async () => (await admin.getAll().prefix(`${prefix}job/`).keys()).length === 2, {
+      what: 'b queued behind a',
+    });
+    return { a, childA, b };
+  };
   /**
    * How long `a`'s command ran after `b`'s started: 0 if it had ended before. If it had not, it is
    * given a grace period more to end, so that a failure says by how much it overlapped.
@@ -158,12 +168,7 @@ describe("a signal to leasehold's whole process group", () => {
   it("SIGSTOP of the group past the TTL: the keeper still stops the command before the next holder's command starts", async () => {
     const prefix = cleanUpAfter(uniquePrefix('cli-loss-group-stop'));
     await using probe = await Probe.start();
-    const a = run(prefix, endpoints.join(','), probe.env('a'), [], { detached: true });
-    const childA = await probe.started('a');
-    const b = next(prefix, probe);
-    await waitFor(async () => (await admin.getAll().prefix(`${prefix}job/`).keys()).length === 2, {
-      what: 'b queued behind a',
-    });
+    const { a, childA, b } = await holderAndNext(prefix, probe);
     const stoppedAt = a.signalGroup('SIGSTOP');
     try {
       // The lease can expire TTL after its last renewal, which came before the stop: the next
@@ -186,14 +191,7 @@ describe("a signal to leasehold's whole process group", () => {
     const prefix = cleanUpAfter(uniquePrefix('cli-loss-group-kill'));
     await using probe = await Probe.start();
     // It ignores SIGTERM: only the keeper's SIGKILL, a grace period later, ends it.
-    const a = run(prefix, endpoints.join(','), probe.env('a', { DIE_ON: '' }), [], {
-      detached: true,
-    });
-    const childA = await probe.started('a');
-    const b = next(prefix, probe);
-    await waitFor(async () => (await admin.getAll().prefix(`${prefix}job/`).keys()).length === 2, {
-      what: 'b queued behind a',
-    });
+    const { a, childA, b } = await holderAndNext(prefix, probe, { DIE_ON: '' });
     const killedAt = a.signalGroup('SIGKILL');
     try {
       const childB = await probe.started('b', BOUND_MS + 20_000);

@@ -4,50 +4,22 @@
  * leave that marker behind for good), and `overlap: 'replace'`, where a fire aborts the run going
  * on and the replaced run's fenced writes are refused.
  */
-import { connect, type Leasehold } from '@leasehold/core';
-import {
-  createScheduler,
-  isRunReplacedError,
-  type RunContext,
-  type Scheduler,
-  type SkippedEvent,
-} from '@leasehold/cron';
+import { isRunReplacedError, type RunContext, type SkippedEvent } from '@leasehold/cron';
 import { isStaleTokenError } from '@leasehold/fence';
 import { etcdStore } from '@leasehold/fence/etcd';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../setup/etcd.js';
+import { inProcess } from './in-process.js';
 
-const endpoints = sharedEndpoints();
-const admin = etcdClient(endpoints);
-const clients: Leasehold[] = [];
-let client: Leasehold;
-beforeAll(async () => {
-  client = await connect({ endpoints, session: { ttlSeconds: 5 } });
-});
-afterAll(async () => {
-  await client.close();
-  await Promise.all(clients.map((c) => c.close()));
-  admin.close();
-});
-const prefixes: string[] = [];
-const schedulers: Scheduler[] = [];
-afterEach(async () => {
-  await Promise.all(schedulers.splice(0).map((s) => s.stop({ drainMs: 0 })));
-  for (const prefix of prefixes.splice(0)) await admin.delete().prefix(prefix);
-});
-const prefixFor = (label: string) => {
-  const prefix = uniquePrefix(label);
-  prefixes.push(prefix);
-  return prefix;
-};
+const cron = inProcess();
+const { admin } = cron;
 
 describe("overlap 'skip'", () => {
   it('a claim of this replica that lands after its lost-answer check gave up does not block the job: the next fire records it lost and runs', async () => {
-    const prefix = prefixFor('cron-orphan');
-    const session = await client.session();
-    const s = await createScheduler(client, { prefix, runner: 'r', session });
-    schedulers.push(s);
+    const prefix = cron.prefixFor('cron-orphan');
+    const session = await cron.client.session();
+    const s = await cron.scheduler('r', { prefix, session });
     const runs: string[] = [];
     const overlaps: SkippedEvent[] = [];
     s.onSkipped((e) => e.reason === 'overlap' && overlaps.push(e));
@@ -125,9 +97,9 @@ describe("overlap 'skip'", () => {
 
 describe("overlap 'replace'", () => {
   it("a fire aborts the run going on, on this replica or another, with RunReplacedError; the replaced run's fenced writes are refused once the new run wrote", async () => {
-    const prefix = prefixFor('cron-replace');
-    const fencePrefix = prefixFor('cron-replace-fence');
-    const store = etcdStore(client, { prefix: fencePrefix });
+    const prefix = cron.prefixFor('cron-replace');
+    const fencePrefix = cron.prefixFor('cron-replace-fence');
+    const store = etcdStore(cron.client, { prefix: fencePrefix });
     interface Run {
       replica: string;
       fire: string;
@@ -168,10 +140,7 @@ describe("overlap 'replace'", () => {
       };
     const replicas = await Promise.all(
       ['a', 'b'].map(async (name) => {
-        const own = await connect({ endpoints, session: { ttlSeconds: 5 } });
-        clients.push(own);
-        const s = await createScheduler(own, { prefix, runner: name });
-        schedulers.push(s);
+        const s = await cron.scheduler(name, { prefix }, await cron.ownClient());
         s.schedule('job', '*/2 * * * * *', job(name), {
           overlap: 'replace',
           retentionSeconds: 120,

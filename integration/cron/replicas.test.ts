@@ -336,22 +336,17 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
       const onTime = after - fire <= toleranceMs;
       return { fire, id: new Date(fire).toISOString(), missed, onTime, ageMs: before - fire };
     };
-    const runOnceAt = startedNear(
-      await a!.request('schedule', {
-        job: 'catch-up',
-        schedule: { everyMs: period },
-        options: options('run-once'),
-        ...startAt,
-      }),
-    );
-    const skipAt = startedNear(
-      await c!.request('schedule', {
-        job: 'no-catch-up',
-        schedule: { everyMs: period },
-        options: options('skip'),
-        ...startAt,
-      }),
-    );
+    const scheduleOn = async (proc: Proc, job: string, misfire: string) =>
+      startedNear(
+        await proc.request('schedule', {
+          job,
+          schedule: { everyMs: period },
+          options: options(misfire),
+          ...startAt,
+        }),
+      );
+    const runOnceAt = await scheduleOn(a!, 'catch-up', 'run-once');
+    const skipAt = await scheduleOn(c!, 'no-catch-up', 'skip');
     // And a replica starting 200 ms after a fire, with 1 s of tolerance: it reached that fire on
     // time, so it runs it under misfire 'skip' too (800 ms of margin for a late timer).
     const onTimeOptions = { ...options('skip'), lateToleranceMs: 1000 };
@@ -367,14 +362,7 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
     await waitForFires(() => db.rows('catch-up'), 3, '3 fires of catch-up');
     // A second replica starting later tries to catch up its own latest missed fire: it finds
     // that fire run already (by a, on time), and does not run it again.
-    const laterAt = startedNear(
-      await b!.request('schedule', {
-        job: 'catch-up',
-        schedule: { everyMs: period },
-        options: options('run-once'),
-        ...startAt,
-      }),
-    );
+    const laterAt = await scheduleOn(b!, 'catch-up', 'run-once');
     if (laterAt.missed) {
       await b!.event(
         (m) => m.event === 'skipped' && m.fire === laterAt.id && m.reason === 'claimed-elsewhere',

@@ -4,49 +4,21 @@
  * still claim the fire, or that replica claims it again and runs it twice. In one process
  * against the run's etcd, each scheduler with its own wrapped wall clock (`now`).
  */
-import { connect, type Leasehold } from '@leasehold/core';
-import {
-  createScheduler,
-  isInvalidArgumentError,
-  type Scheduler,
-  type SkippedEvent,
-} from '@leasehold/cron';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { createScheduler, isInvalidArgumentError, type SkippedEvent } from '@leasehold/cron';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../setup/etcd.js';
+import { inProcess } from './in-process.js';
 
-const endpoints = sharedEndpoints();
-const admin = etcdClient(endpoints);
-let client: Leasehold;
-beforeAll(async () => {
-  client = await connect({ endpoints, session: { ttlSeconds: 5 } });
-});
-afterAll(async () => {
-  await client.close();
-  admin.close();
-});
-const prefixes: string[] = [];
-const schedulers: Scheduler[] = [];
-afterEach(async () => {
-  await Promise.all(schedulers.splice(0).map((s) => s.stop({ drainMs: 0 })));
-  for (const prefix of prefixes.splice(0)) await admin.delete().prefix(prefix);
-});
+const cron = inProcess();
+const { admin } = cron;
 
 /** A scheduler whose wall clock runs `offsetMs` ahead of the machine's (behind if negative). */
-async function replica(
-  prefix: string,
-  runner: string,
-  offsetMs: number,
-  maxClockSkewMs?: number,
-): Promise<Scheduler> {
-  const s = await createScheduler(client, {
+const replica = (prefix: string, runner: string, offsetMs: number, maxClockSkewMs?: number) =>
+  cron.scheduler(runner, {
     prefix,
-    runner,
     now: () => new Date(Date.now() + offsetMs),
     ...(maxClockSkewMs === undefined ? {} : { maxClockSkewMs }),
   });
-  schedulers.push(s);
-  return s;
-}
 
 /** A 6-field cron expression (seconds first, UTC) that fires once a year, at `ms`. */
 const once = (ms: number) => {
@@ -60,8 +32,7 @@ const until = (ms: number) =>
 
 describe('@leasehold/cron under clock skew', () => {
   it("refuses issue 19's configurations, which ran a fire twice with replicas 9 s apart, naming both numbers", async () => {
-    const prefix = uniquePrefix('cron-skew-refused');
-    prefixes.push(prefix);
+    const prefix = cron.prefixFor('cron-skew-refused');
     const s = await replica(prefix, 'a', 0);
     const refused: [string, object, RegExp][] = [
       [
@@ -85,15 +56,14 @@ describe('@leasehold/cron under clock skew', () => {
       expect(isInvalidArgumentError(caught), `${what}: ${String(caught)}`).toBe(true);
       expect((caught as Error).message, what).toMatch(message);
     }
-    await expect(createScheduler(client, { maxClockSkewMs: -1 })).rejects.toSatisfy(
+    await expect(createScheduler(cron.client, { maxClockSkewMs: -1 })).rejects.toSatisfy(
       isInvalidArgumentError,
     );
     expect(await admin.getAll().prefix(prefix).keys()).toEqual([]);
   });
 
   it('replicas 9 s apart, at the bound for a stated skew of 9.5 s: a replica reaching the fire late in its window finds its record, which outlives every window', async () => {
-    const prefix = uniquePrefix('cron-skew-bound');
-    prefixes.push(prefix);
+    const prefix = cron.prefixFor('cron-skew-bound');
     const SKEW_MS = 9_500;
     const AHEAD_MS = 9_000;
     const WINDOW_MS = 50_000;
