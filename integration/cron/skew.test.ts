@@ -7,6 +7,7 @@
 import { createScheduler, isInvalidArgumentError, type SkippedEvent } from '@leasehold/cron';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../setup/etcd.js';
+import { Proc, replicaEnv, replicaScript } from './harness.js';
 import { inProcess } from './in-process.js';
 
 const cron = inProcess();
@@ -62,19 +63,30 @@ describe('@leasehold/cron under clock skew', () => {
     expect(await admin.getAll().prefix(prefix).keys()).toEqual([]);
   });
 
-  it('replicas 9 s apart, at the bound for a stated skew of 9.5 s: a replica reaching the fire late in its window finds its record, which outlives every window', async () => {
+  it('replicas 9 s apart, at the bound for a stated skew of 9.5 s: a replica reaching the fire late in its window finds its record, which outlives every window, and one that stalls before sending its claim does not send it', async () => {
     const prefix = cron.prefixFor('cron-skew-bound');
     const SKEW_MS = 9_500;
     const AHEAD_MS = 9_000;
-    const WINDOW_MS = 50_000;
-    // 50 s + 9.5 s < 60 s: accepted. The record of the fire lives at least 60 s from its claim,
-    // made when the replica ahead reached the fire, 9 s before the machine's clock did.
+    const WINDOW_MS = 47_500;
+    const JITTER_MS = 2_000;
+    // 47.5 s + 2 s of start jitter + 9.5 s < 60 s: accepted. The record of the fire lives at
+    // least 60 s from its claim, made when the replica ahead reached the fire, 9 s before the
+    // machine's clock did.
     const options = {
       misfire: 'run-once',
       catchUpWindowMs: WINDOW_MS,
       retentionSeconds: 60,
     } as const;
     const runs: string[] = [];
+    // A replica in a process of its own, on the machine's clock, whose lease outlives a long stop.
+    const stalled = await Proc.start(
+      'stalled',
+      replicaScript,
+      replicaEnv(cron.endpoints, prefix, {
+        TTL_SECONDS: '120',
+        MAX_CLOCK_SKEW_MS: String(SKEW_MS),
+      }),
+    );
     const ahead = await replica(prefix, 'ahead', AHEAD_MS, SKEW_MS);
     // The fire, a few seconds from now by the clock of the replica ahead.
     const fireMs = Math.ceil((Date.now() + AHEAD_MS + 3_000) / 1000) * 1000;
@@ -103,6 +115,15 @@ describe('@leasehold/cron under clock skew', () => {
       reason: 'claimed-elsewhere',
       holder: { runner: 'ahead' },
     });
+    // The replica in its own process plans its catch-up claim within its window too, and stops
+    // (SIGSTOP) before its start jitter has passed: the claim is planned, not sent.
+    const answer = await stalled.request('schedule', {
+      job: 'job',
+      schedule: once(fireMs),
+      options: { ...options, startJitterMs: JITTER_MS },
+      stopSelf: true,
+    });
+    expect((answer.after as number) - fireMs).toBeLessThanOrEqual(WINDOW_MS);
 
     // The record expires with its retention lease (60 s + a rotation period after its grant)…
     const goneAt = await waitFor(
@@ -115,10 +136,22 @@ describe('@leasehold/cron under clock skew', () => {
     expect(goneAt - claimed).toBeGreaterThanOrEqual(60_000);
     const mostBehindMs = AHEAD_MS - SKEW_MS;
     expect(goneAt + mostBehindMs).toBeGreaterThan(fireMs + WINDOW_MS);
+    // Resumed now, the stalled replica would send a claim planned in time for a fire whose
+    // record is gone: it checks first, and skips the fire as missed instead of running it again.
+    stalled.kill('SIGCONT');
+    const decided = await stalled.event(
+      (m) => m.event === 'claimed' || m.event === 'skipped',
+      'the stalled replica decides about the fire',
+    );
+    // ('claimed-elsewhere' only if its jitter was so short that the claim left before the stop.)
+    expect(decided).toMatchObject({ event: 'skipped' });
+    expect(['misfire', 'claimed-elsewhere']).toContain(decided.reason);
+    expect(await stalled.terminate()).toEqual({ code: 0, signal: null });
     await late.stop();
     expect(runs).toEqual(['ahead']);
+    expect(await admin.get(recordKey).exists()).toBe(false);
     console.log(
-      `[cron skew] claimed ${fireMs - claimed} ms before the fire by the machine's clock; record gone ${goneAt - claimed} ms after the claim; late replica planned ${plannedAt - fireMs} ms after the fire`,
+      `[cron skew] claimed ${fireMs - claimed} ms before the fire by the machine's clock; record gone ${goneAt - claimed} ms after the claim; late replica planned ${plannedAt - fireMs} ms after the fire; the stalled one said ${String(decided.reason)}`,
     );
   }, 120_000);
 });

@@ -123,11 +123,21 @@ export class Claimer {
     this.#live.add(live);
     let claimed = false;
     try {
-      for (let leaseRetried = false, healed = false; ;) {
+      /** What is left until another replica's record of the fire may expire, by this clock. */
+      const budget = () => {
         const nowMs = this.now().getTime();
-        const budgetMs = fireMs + retentionSeconds * 1000 - this.maxClockSkewMs - nowMs;
-        if (budgetMs <= 0) return { result: { kind: 'too-late', lateMs: nowMs - fireMs } };
+        return { nowMs, budgetMs: fireMs + retentionSeconds * 1000 - this.maxClockSkewMs - nowMs };
+      };
+      const tooLate = (nowMs: number) => ({
+        result: { kind: 'too-late' as const, lateMs: nowMs - fireMs },
+      });
+      for (let leaseRetried = false, healed = false; ;) {
+        const early = budget();
+        if (early.budgetMs <= 0) return tooLate(early.nowMs);
         const retentionLease = await this.#retention.lease(retentionSeconds);
+        // Again after the last wait before the send: a stall during the grant counts too.
+        const { nowMs, budgetMs } = budget();
+        if (budgetMs <= 0) return tooLate(nowMs);
         const request = claimRequest({
           keys,
           fireMs,
