@@ -179,6 +179,16 @@ describe("etcdctl's environment variables", () => {
     });
   });
 
+  it('takes an empty ETCDCTL_* variable as not set, as etcdctl does', () => {
+    const empty = {
+      ETCDCTL_ENDPOINTS: '',
+      ETCDCTL_USER: '',
+      ETCDCTL_DIAL_TIMEOUT: '',
+      ETCDCTL_CACERT: '',
+    };
+    expect(resolve({}, empty)).toEqual({ endpoints: DEFAULT_ENDPOINTS });
+  });
+
   it('takes host:port endpoints as https:// when a CA certificate is given, as etcdctl does', () => {
     const env = { ETCDCTL_ENDPOINTS: '10.0.0.5:2379, 10.0.0.6:2379', ETCDCTL_CACERT: '/ca.pem' };
     expect(resolve(parse([]), env).endpoints).toBe('https://10.0.0.5:2379,https://10.0.0.6:2379');

@@ -125,9 +125,10 @@ export function addConnectionOptions(command: Command): Command {
  */
 export function connectOptions(
   flags: ConnectionFlags,
-  env: NodeJS.ProcessEnv = process.env,
+  processEnv: NodeJS.ProcessEnv = process.env,
   read: (path: string) => Buffer = readFileSync,
 ): ConnectOptions {
+  const env = etcdctlUnsetWhenEmpty(processEnv);
   const file = (flag: string, path: string) => {
     try {
       return read(path);
@@ -186,6 +187,18 @@ export function connectOptions(
     throw usageError('--password-file needs --user (or ETCD_USERNAME, ETCDCTL_USER)');
   }
   return options;
+}
+
+/**
+ * etcdctl reads an empty `ETCDCTL_*` variable as not set (`export ETCDCTL_ENDPOINTS=` in a
+ * profile); so does leasehold, instead of failing on an empty value the operator never typed.
+ */
+function etcdctlUnsetWhenEmpty(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const [name, value] of Object.entries(env)) {
+    if (name.startsWith('ETCDCTL_') && value === '') delete out[name];
+  }
+  return out;
 }
 
 /**
