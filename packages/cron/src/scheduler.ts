@@ -541,17 +541,19 @@ export class Scheduler implements AsyncDisposable {
   /**
    * Under `overlap: 'replace'`: reads the job's running marker every `limits.replaceCheckMs`,
    * and aborts the run's signal with `RunReplacedError` once a later claim (on any replica)
-   * rewrote it. A failed read is tried again at the next tick: the run's own lease and fencing
-   * token still protect what it writes.
+   * rewrote it. A failed read is tried again at the next tick (the run's own lease and fencing
+   * token still protect what it writes) and reported through `onError` once until one succeeds.
    */
   #watchReplaced(claim: Claim, active: ActiveRun): NodeJS.Timeout {
     let reading = false;
+    let failing = false;
     return setInterval(() => {
       if (reading) return;
       reading = true;
       this.#claimer
         .current(claim)
         .then(({ current, by }) => {
+          failing = false;
           if (current) return;
           const replacedBy = {
             ...(by?.fireTime === undefined ? {} : { fireTime: by.fireTime }),
@@ -560,7 +562,11 @@ export class Scheduler implements AsyncDisposable {
           };
           active.replace(new RunReplacedError(claim.job, active.fireTime, replacedBy));
         })
-        .catch(() => undefined)
+        .catch((err: Error) => {
+          if (failing) return;
+          failing = true;
+          this.#reportError(claim.job, claim.fireMs, err);
+        })
         .finally(() => (reading = false));
     }, limits.replaceCheckMs);
   }
