@@ -177,7 +177,7 @@ describe("overlap 'replace'", () => {
     expect(new Set(runs.map((r) => r.fire)).size).toBe(runs.length);
     expect(await store.highestToken('job')).toBe(byToken.at(-1)!.token);
     console.log(
-      `[cron replace] ${runs.length} runs, ${runs.filter((r) => r.reason).length} replaced (${across} by the other replica); aborted ${byToken
+      `[cron replace] ${runs.length} runs, ${runs.filter((r) => isRunReplacedError(r.reason)).length} replaced (${across} by the other replica); aborted ${byToken
         .slice(0, -1)
         .map((r, i) => (r.abortedAt === undefined ? '-' : r.abortedAt - byToken[i + 1]!.startedAt))
         .join(', ')} ms after the next run started`,
