@@ -5,12 +5,7 @@
  * ones are retried, and an answer from a changed cluster is never handed on.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  defaults as coreDefaults,
-  isEtcdUnavailableError,
-  type Leasehold,
-  type Session,
-} from '@leasehold/core';
+import { isEtcdUnavailableError, type Leasehold, type Session } from '@leasehold/core';
 import { kvCall } from '@leasehold/core/internal';
 import {
   claimRequest,
@@ -41,12 +36,18 @@ const SETTLE_AGAIN_MS = 3_000;
 
 /**
  * The client's `callTimeoutMs`. `@leasehold/core/internal` does not export it (yet): it is read
- * from the client's internals, with core's default if they ever move.
+ * from the client's internals, and a client without it is a broken contract between the two
+ * packages, reported at the first claim rather than papered over with a guess.
  */
 function callTimeoutOf(client: Leasehold): number {
   const internals = client as unknown as { etcd?: { options?: { callTimeoutMs?: unknown } } };
   const ms = internals.etcd?.options?.callTimeoutMs;
-  return typeof ms === 'number' && ms > 0 ? ms : coreDefaults.callTimeoutMs;
+  if (typeof ms !== 'number' || !(ms > 0)) {
+    throw new Error(
+      '@leasehold/cron: this @leasehold/core client does not expose callTimeoutMs where cron reads it (client.etcd.options); use matching versions of the two packages',
+    );
+  }
+  return ms;
 }
 
 /** A claim not sent: it could not land before another replica's record of the fire may expire. */
