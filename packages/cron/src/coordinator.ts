@@ -182,10 +182,13 @@ export function leaseholdRunCoordinator(
     maxClockSkewMs,
   );
   const errors = new Listeners<ErrorEvent>();
-  const runs = counter(client, 'leasehold.cron.runs', {
-    description: 'Runs of scheduled jobs on this replica, by job and outcome',
-    unit: '{run}',
-  });
+  // Made at the first run, not here: creating a coordinator touches nothing of the client.
+  let counted: ((attributes: Record<string, string>) => void) | undefined;
+  const runs = (attributes: Record<string, string>) =>
+    (counted ??= counter(client, 'leasehold.cron.runs', {
+      description: 'Runs of scheduled jobs on this replica, by job and outcome',
+      unit: '{run}',
+    }))(attributes);
   const report = (job: string, fireMs: number | undefined, error: Error) => {
     const event = { job, error, ...(fireMs === undefined ? {} : { fireTime: new Date(fireMs) }) };
     if (errors.size > 0) return errors.emit(event);
