@@ -16,7 +16,7 @@ import { connect, defaults, type ConnectOptions, type Leasehold } from '@leaseho
 import { Option, type Command } from 'commander';
 import { usageError } from './exit-codes.js';
 import { parseDurationMs, parseGoDurationMs } from './parse.js';
-import { debugLine } from './warnings.js';
+import { debugLine, debugNote } from './warnings.js';
 
 export const DEFAULT_ENDPOINTS = 'http://127.0.0.1:2379';
 
@@ -258,6 +258,10 @@ export async function connectWith(
   extra: Partial<ConnectOptions> = {},
 ): Promise<Leasehold> {
   const options = { ...connectOptions(flags), ...extra };
+  const endpoints = [options.endpoints].flat().join(',');
+  const dialMs = options.dialTimeoutMs ?? defaults.dialTimeoutMs;
+  // Written as the dial starts (a pipe write is synchronous): when it began, for the operator.
+  debugNote(`connecting to ${endpoints}, for at most ${dialMs} ms (--dial-timeout)`);
   const client = await connect(options);
   // Background clean-up (a release or revoke retried while etcd is unreachable) is the SDK's
   // business; without a listener it would print process warnings. --debug shows them.
