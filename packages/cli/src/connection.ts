@@ -112,9 +112,10 @@ export function addConnectionOptions(command: Command): Command {
       ),
     )
     .addOption(
-      new Option('--debug', 'print stack traces and causes with errors').helpGroup(
-        CONNECTION_GROUP,
-      ),
+      new Option(
+        '--debug',
+        'print stack traces and causes with errors, and what leasehold does',
+      ).helpGroup(CONNECTION_GROUP),
     );
 }
 
