@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { freePort } from '@leasehold/testing';
 import { describe, expect, it } from 'vitest';
 import { sharedEndpoints } from '../setup/etcd.js';
-import { now, runCli } from './harness.js';
+import { Cli, now, runCli } from './harness.js';
 
 const endpoints = sharedEndpoints();
 
@@ -50,6 +50,37 @@ describe('errors', () => {
     expect(code).toBe(64);
   });
 
+  /**
+   * How long a leasehold process takes that does no etcd work (`--version`: the same modules are
+   * loaded, the same exit): what a run's wall time may hold besides the dial.
+   */
+  async function startupMs(): Promise<number> {
+    const started = now();
+    const { code } = await runCli(['--version']);
+    expect(code).toBe(0);
+    return now() - started;
+  }
+
+  /** The most a 10 ms timer of this process ran late while `work` ran: the machine's wake-up lag. */
+  async function withLag<T>(work: () => Promise<T>): Promise<[T, number]> {
+    let lagMs = 0;
+    let last = now();
+    const timer = setInterval(() => {
+      const t = now();
+      lagMs = Math.max(lagMs, t - last - 10);
+      last = t;
+    }, 10);
+    try {
+      return [await work(), lagMs];
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  const DIAL_MS = 700;
+  /** `--call-timeout` bounds one attempt (one endpoint: an attempt may take the whole call). */
+  const ATTEMPT_MS = 1_000;
+
   it.each([
     ['run', '--lock', 'x', '--', 'true'],
     ['elect', 'e', '--', 'true'],
@@ -60,23 +91,54 @@ describe('errors', () => {
     'unreachable etcd (%s): one line naming the endpoint, exit 69 after --dial-timeout',
     async (...args) => {
       const port = await freePort();
-      const started = now();
-      const connection = ['--endpoints', `http://127.0.0.1:${port}`, '--dial-timeout', '700'];
+      const connection = [
+        '--endpoints',
+        `http://127.0.0.1:${port}`,
+        '--dial-timeout',
+        String(DIAL_MS),
+        '--call-timeout',
+        String(ATTEMPT_MS),
+      ];
       // Before "--": what follows it is the command's.
       const dash = args.indexOf('--');
-      const full =
+      const withConnection = (extra: string[]) =>
         dash < 0
-          ? [...args, ...connection]
-          : [...args.slice(0, dash), ...connection, ...args.slice(dash)];
-      const { code, stdout, stderr } = await runCli(full);
+          ? [...args, ...connection, ...extra]
+          : [...args.slice(0, dash), ...connection, ...extra, ...args.slice(dash)];
+      const { code, stdout, stderr } = await runCli(withConnection([]));
       expect(oneLine(stderr)).toMatch(
         new RegExp(
-          `^leasehold: could not reach etcd at http://127.0.0.1:${port} within 700 ms \\(--dial-timeout\\)`,
+          `^leasehold: could not reach etcd at http://127.0.0.1:${port} within ${DIAL_MS} ms \\(--dial-timeout\\)`,
         ),
       );
       expect(stdout).toBe('');
       expect(code).toBe(69);
-      expect(now() - started).toBeGreaterThanOrEqual(700);
+
+      // With --debug, leasehold says when its dial starts (the process's own start, the noisy
+      // part on a loaded host, 0.3 to 1.6 s measured, is before it). From then to its exit it
+      // keeps trying for the whole --dial-timeout: a dial that gave up early was measured here at
+      // half of it. Slack: the wake-up lag of this process, which sees both, measured meanwhile.
+      const overhead = await startupMs();
+      const [[exit, dialFrom], lagMs] = await withLag(async () => {
+        const cli = new Cli(withConnection(['--debug']));
+        const started = new Promise<number>((resolve) =>
+          cli.proc.stderr!.once('data', () => resolve(now())),
+        );
+        const exited = await cli.exit();
+        expect(cli.stderr).toMatch(
+          new RegExp(
+            `^leasehold: debug: connecting to http://127.0.0.1:${port}, for at most ${DIAL_MS} ms \\(--dial-timeout\\)\n`,
+          ),
+        );
+        return [exited, await started] as const;
+      });
+      expect(exit.code).toBe(69);
+      const dialMs = exit.at - dialFrom;
+      const figures = `dial ${Math.round(dialMs)} ms, lag ${Math.round(lagMs)} ms, --version ${Math.round(overhead)} ms`;
+      expect(dialMs, figures).toBeGreaterThanOrEqual(DIAL_MS - lagMs);
+      // …and at most one attempt more (the one made at the deadline), and the process's exit,
+      // which takes no longer than a whole `--version` run.
+      expect(dialMs, figures).toBeLessThanOrEqual(DIAL_MS + ATTEMPT_MS + overhead);
     },
   );
 
@@ -92,7 +154,10 @@ describe('errors', () => {
     ]);
     expect(code).toBe(69);
     const lines = stderr.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^leasehold: could not reach etcd/);
+    expect(lines[0]).toMatch(
+      /^leasehold: debug: connecting to 127\.0\.0\.1:\d+, for at most 300 ms/,
+    );
+    expect(lines[1]).toMatch(/^leasehold: could not reach etcd/);
     expect(lines.length).toBeGreaterThan(3);
     expect(stderr).toMatch(/^ConnectError: could not reach etcd/m);
     expect(stderr).toMatch(/^\s+at /m);

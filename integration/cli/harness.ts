@@ -33,10 +33,20 @@ export class Cli {
   readonly exited: Promise<Exit>;
   readonly proc: ChildProcess;
 
-  constructor(args: string[], env: Record<string, string> = {}) {
+  /**
+   * `detached`: leasehold leads a process group of its own, as a shell job or a supervised
+   * service does, so that the test can signal the whole group (`kill -STOP -PGID`).
+   */
+  /** `env` is added to the test's environment; a variable set to `undefined` is removed. */
+  constructor(
+    args: string[],
+    env: Record<string, string | undefined> = {},
+    readonly options: { detached?: boolean } = {},
+  ) {
     this.proc = spawn(process.execPath, [bin, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env },
+      detached: options.detached === true,
     });
     running.add(this);
     this.proc.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
@@ -62,6 +72,13 @@ export class Cli {
     return now();
   }
 
+  /** Signals leasehold's whole process group (`kill -SIG -PGID`); needs `detached`. */
+  signalGroup(signal: NodeJS.Signals): number {
+    if (this.options.detached !== true) throw new Error('signalGroup needs { detached: true }');
+    process.kill(-this.pid, signal);
+    return now();
+  }
+
   /** Its exit, or a failure naming what it printed if it has not exited within `ms`. */
   async exit(ms = 20_000): Promise<Exit> {
     let timer: NodeJS.Timeout | undefined;
@@ -82,7 +99,7 @@ export class Cli {
 /** Runs leasehold to completion. */
 export async function runCli(
   args: string[],
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   ms = 20_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const cli = new Cli(args, env);
@@ -217,8 +234,14 @@ export function cleanUpAfter(prefix: string): string {
 afterEach(async () => {
   const left = [...running];
   for (const cli of left) {
-    cli.proc.kill('SIGCONT');
-    cli.proc.kill('SIGKILL');
+    for (const signal of ['SIGCONT', 'SIGKILL'] as const) {
+      try {
+        if (cli.options.detached === true) process.kill(-cli.pid, signal);
+        else cli.proc.kill(signal);
+      } catch {
+        // Gone already.
+      }
+    }
   }
   await Promise.all(left.map((cli) => cli.exited));
   if (prefixes.length === 0) return;

@@ -7,7 +7,7 @@ import { connect } from '@leasehold/core';
 import { TcpFaultProxy } from '@leasehold/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
-import { child, cleanUpAfter, Cli, now, Probe } from './harness.js';
+import { child, cleanUpAfter, Cli, now, Probe, type ChildRecord } from './harness.js';
 
 const endpoints = sharedEndpoints();
 const admin = etcdClient(endpoints);
@@ -17,7 +17,13 @@ const TTL_S = 3;
 const GRACE_MS = 1_000;
 const BOUND_MS = TTL_S * 1_000 + GRACE_MS;
 
-const run = (prefix: string, via: string, env: Record<string, string>, extra: string[] = []) =>
+const run = (
+  prefix: string,
+  via: string,
+  env: Record<string, string>,
+  extra: string[] = [],
+  options: { detached?: boolean } = {},
+) =>
   new Cli(
     [
       'run',
@@ -36,6 +42,7 @@ const run = (prefix: string, via: string, env: Record<string, string>, extra: st
       ...child(),
     ],
     env,
+    options,
   );
 
 describe('a lost lock stops the command within TTL + grace', () => {
@@ -116,5 +123,86 @@ describe('a lost lock stops the command within TTL + grace', () => {
     expect(endedAt - killedAt).toBeLessThanOrEqual(GRACE_MS);
     expect(c.signals()).toEqual(['SIGTERM']);
     await waitFor(() => !cli.alive, { what: 'leasehold gone' });
+  });
+});
+
+/**
+ * A signal to leasehold's whole process group, as bash's `kill -STOP %1`, a supervisor's
+ * `kill -STOP -PGID` or a CI runner pausing a job sends it. The keeper must not be in that group:
+ * it exists to act when leasehold cannot.
+ */
+describe("a signal to leasehold's whole process group", () => {
+  /**
+   * `a`, leading a process group of its own (a shell job), holding the lock with its command
+   * running, and `b`, a second `leasehold run` queued behind it, whose command exits soon.
+   */
+  const holderAndNext = async (prefix: string, probe: Probe, env: Record<string, string> = {}) => {
+    const a = run(prefix, endpoints.join(','), probe.env('a', env), [], { detached: true });
+    const childA = await probe.started('a');
+    const b = run(prefix, endpoints.join(','), probe.env('b', { EXIT_AFTER_MS: '200' }), [
+      '--wait-timeout',
+      '30000',
+    ]);
+    await waitFor(async () => (await admin.getAll().prefix(`${prefix}job/`).keys()).length === 2, {
+      what: 'b queued behind a',
+    });
+    return { a, childA, b };
+  };
+  /**
+   * How long `a`'s command ran after `b`'s started: 0 if it had ended before. If it had not, it is
+   * given a grace period more to end, so that a failure says by how much it overlapped.
+   */
+  const ranOnAfter = async (a: ChildRecord, b: ChildRecord) => {
+    const end = a.endAt ?? (await a.closed(GRACE_MS + 2_000).catch(() => now()));
+    return Math.max(0, end - b.start.at);
+  };
+  /** Kills what is left of a command that outlived the test (its own process group). */
+  const killGroupOf = (c: ChildRecord) => {
+    try {
+      process.kill(-c.start.pid, 'SIGKILL');
+    } catch {
+      // Gone.
+    }
+  };
+
+  it("SIGSTOP of the group past the TTL: the keeper still stops the command before the next holder's command starts", async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-loss-group-stop'));
+    await using probe = await Probe.start();
+    const { a, childA, b } = await holderAndNext(prefix, probe);
+    const stoppedAt = a.signalGroup('SIGSTOP');
+    try {
+      // The lease can expire TTL after its last renewal, which came before the stop: the next
+      // holder's command starts after that, and a's command must be gone by then.
+      const childB = await probe.started('b', BOUND_MS + 20_000);
+      expect(await ranOnAfter(childA, childB), "a's command ran on after b's started (ms)").toBe(0);
+      expect(childA.endAt! - stoppedAt).toBeLessThanOrEqual(BOUND_MS);
+      expect(childA.signals()).toEqual(['SIGTERM']);
+      expect(childB.token).toBeGreaterThan(childA.token);
+    } finally {
+      a.signalGroup('SIGCONT');
+      killGroupOf(childA);
+    }
+    expect((await a.exit()).code).toBe(82);
+    expect(a.stderr).toMatch(/^leasehold: lock "job" \(token \d+\) lost: /);
+    expect((await b.exit()).code).toBe(0);
+  });
+
+  it("SIGKILL of the group: the command is stopped at once, SIGKILL after the grace, before the next holder's command starts", async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-loss-group-kill'));
+    await using probe = await Probe.start();
+    // It ignores SIGTERM: only the keeper's SIGKILL, a grace period later, ends it.
+    const { a, childA, b } = await holderAndNext(prefix, probe, { DIE_ON: '' });
+    const killedAt = a.signalGroup('SIGKILL');
+    try {
+      const childB = await probe.started('b', BOUND_MS + 20_000);
+      expect(await ranOnAfter(childA, childB), "a's command ran on after b's started (ms)").toBe(0);
+      // SIGTERM at once, SIGKILL a grace later (sooner than the lease's deadline here).
+      expect(childA.endAt! - killedAt).toBeLessThanOrEqual(BOUND_MS);
+      expect(childA.endAt! - killedAt).toBeGreaterThanOrEqual(GRACE_MS - 50);
+      expect(childA.signals()).toEqual(['SIGTERM']);
+    } finally {
+      killGroupOf(childA);
+    }
+    expect((await b.exit()).code).toBe(0);
   });
 });

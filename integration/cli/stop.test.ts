@@ -104,6 +104,53 @@ describe('stopping the command', () => {
     expect((await b.exit()).code).toBe(0);
   });
 
+  it('the keeper is frozen (SIGSTOP of its pid) when the lock is lost: leasehold stops the command itself, exit 82', async () => {
+    const prefix = cleanUpAfter(uniquePrefix('cli-stop-keeper-frozen'));
+    await using probe = await Probe.start();
+    const [ttlS, graceMs] = [3, 1_000];
+    const a = run(
+      prefix,
+      ['--ttl', String(ttlS), '--grace', String(graceMs), '--', ...child()],
+      probe.env('a', { DIE_ON: '' }),
+    );
+    const childA = await probe.started('a');
+    const keeper = await waitFor(() => keeperOf(a.pid), { what: "a's keeper" });
+    process.kill(keeper, 'SIGSTOP');
+    try {
+      const lostAt = now();
+      await admin.delete().key(childA.start.key!);
+      // leasehold waits for the keeper's answer (2 × 3 ticks of TTL/20, at most 1.5 s), then
+      // sends SIGTERM, and SIGKILL a grace later (the command ignores SIGTERM).
+      const answerMs = 2 * 3 * Math.max(50, Math.min(250, (ttlS * 1000) / 20));
+      const endedAt = await childA.closed(answerMs + graceMs + 10_000);
+      expect(endedAt - lostAt).toBeLessThanOrEqual(answerMs + graceMs + 1_000);
+      expect(endedAt - lostAt).toBeGreaterThanOrEqual(answerMs + graceMs - 50);
+      expect(childA.signals()).toEqual(['SIGTERM']);
+      // leasehold exits without waiting for the keeper (which still holds its stdout and
+      // stderr open, so the harness's 'close' comes only once the keeper is gone).
+      const code = await waitFor(() => a.proc.exitCode ?? undefined, { what: 'leasehold exits' });
+      expect(code).toBe(82);
+    } finally {
+      process.kill(keeper, 'SIGCONT');
+    }
+    await a.exit();
+    expect(a.stderr).toMatch(
+      /leasehold: the keeper process \(pid \d+\) did not answer; stopping the command \(process group \d+\) from leasehold \(SIGTERM, then SIGKILL after 1s\)\n$/,
+    );
+    // Let go of, it sees leasehold gone and exits.
+    await waitFor(
+      () => {
+        try {
+          process.kill(keeper, 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      { what: 'the keeper exits once resumed' },
+    );
+  });
+
   it('--grace holds for the rest of the group when a shell wrapper exits at SIGTERM: the child finishes its clean-up', async () => {
     const prefix = cleanUpAfter(uniquePrefix('cli-stop-wrapper'));
     await using probe = await Probe.start();

@@ -30,11 +30,18 @@ const postgres = await findPostgres();
 describeWith(postgres, '@leasehold/cron node-cron coordinator', (url) => {
   const db = runsSchema(url, 'nodecron');
 
-  it('two node-cron instances: each of at least 15 fires runs once, claims are kept', async () => {
+  it('two node-cron instances: each of at least 15 fires runs once, claims are kept with how each run ended', async () => {
     const prefix = uniquePrefix('cron-node-cron');
     prefixes.push(prefix);
     const task = 'node-cron-task';
-    const env = replicaEnv(endpoints, prefix, { ...db.env(), TASK: task });
+    // Runs of fires whose second is a multiple of 3 throw. Both track their task
+    // (coordinator.track): node-cron itself tells its coordinator only that a run ended.
+    const env = replicaEnv(endpoints, prefix, {
+      ...db.env(),
+      TASK: task,
+      FAIL_EVERY: '3',
+      TRACK: '1',
+    });
     const instances = await Promise.all(
       ['x', 'y'].map((name) => Proc.start(name, nodeCronScript, env)),
     );
@@ -59,18 +66,24 @@ describeWith(postgres, '@leasehold/cron node-cron coordinator', (url) => {
     expect(notElected.length).toBeGreaterThanOrEqual(counts.fires - 2);
     expect(instances.flatMap((p) => p.all('no-claim'))).toEqual([]);
 
-    // Claims are kept after onComplete: every fire that ran has its record, with the same token.
+    // Claims are kept after onComplete: every fire that ran has its record, with the same token
+    // and, where the task is tracked, its real outcome.
     await using client = await connect({ endpoints });
     const history = await leaseholdRunCoordinator(client, { prefix }).history(task, {
       limit: 1000,
     });
+    const outcomes = { ok: 0, error: 0 };
     for (const row of rows) {
       const entry = history.find((h) => h.fireTime.toISOString() === row.fire);
-      expect(entry, row.fire).toMatchObject({
-        token: row.token,
-        runner: row.runner,
-        outcome: 'completed',
-      });
+      const fails = new Date(row.fire).getUTCSeconds() % 3 === 0;
+      const outcome = fails ? 'error' : 'ok';
+      expect(entry, row.fire).toMatchObject({ token: row.token, runner: row.runner, outcome });
+      if (outcome === 'error') expect(entry!.error).toBe(`Error: planned failure of ${row.fire}`);
+      outcomes[outcome]++;
     }
+    console.log(`[cron node-cron] outcomes recorded: ${JSON.stringify(outcomes)}`);
+    // At least 15 fires in a row, one second apart: a third of them failed.
+    expect(outcomes.error).toBeGreaterThanOrEqual(Math.floor(counts.fires / 3));
+    expect(outcomes.ok).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -2,7 +2,7 @@
  * @leasehold/cron in one process against the run's etcd: max run time, stop() and its drain,
  * history and next, and bad input rejected with typed errors before anything is written.
  */
-import { connect, type Leasehold } from '@leasehold/core';
+import type { Leasehold } from '@leasehold/core';
 import {
   createScheduler,
   isInvalidArgumentError,
@@ -13,34 +13,13 @@ import {
   type RunContext,
   type Scheduler,
 } from '@leasehold/cron';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../setup/etcd.js';
+import { inProcess } from './in-process.js';
 
-const endpoints = sharedEndpoints();
-const admin = etcdClient(endpoints);
-let client: Leasehold;
-beforeAll(async () => {
-  client = await connect({ endpoints, session: { ttlSeconds: 5 } });
-});
-afterAll(async () => {
-  await client.close();
-  admin.close();
-});
-
-const prefixes: string[] = [];
-const schedulers: Scheduler[] = [];
-afterEach(async () => {
-  await Promise.all(schedulers.splice(0).map((s) => s.stop({ drainMs: 0 })));
-  for (const prefix of prefixes.splice(0)) await admin.delete().prefix(prefix);
-});
-
-async function scheduler(label: string): Promise<Scheduler> {
-  const prefix = uniquePrefix(`cron-${label}`);
-  prefixes.push(prefix);
-  const s = await createScheduler(client, { prefix, runner: label });
-  schedulers.push(s);
-  return s;
-}
+const cron = inProcess();
+const { admin } = cron;
+const scheduler = (label: string) => cron.scheduler(label);
 
 const nextFinished = (s: Scheduler, job: string) =>
   new Promise<FinishedEvent>((resolve) => {
@@ -243,12 +222,14 @@ describe('@leasehold/cron scheduler', () => {
     }
     s.schedule('dup', '0 0 1 1 *', () => {});
     expect(() => s.schedule('dup', '0 0 1 1 *', () => {})).toThrow(/already scheduled/);
-    await expect(createScheduler(client, { prefix: '' })).rejects.toSatisfy(isInvalidArgumentError);
-    await expect(createScheduler(client, { now: 5 as never })).rejects.toSatisfy(
+    await expect(createScheduler(cron.client, { prefix: '' })).rejects.toSatisfy(
+      isInvalidArgumentError,
+    );
+    await expect(createScheduler(cron.client, { now: 5 as never })).rejects.toSatisfy(
       isInvalidArgumentError,
     );
     await expect(createScheduler({} as Leasehold)).rejects.toSatisfy(isInvalidArgumentError);
-    expect(() => leaseholdRunCoordinator(client, { overlap: 'x' as 'skip' })).toThrow(
+    expect(() => leaseholdRunCoordinator(cron.client, { overlap: 'x' as 'skip' })).toThrow(
       /options.overlap/,
     );
     // Nothing was claimed for any rejected job.

@@ -3,7 +3,10 @@
 // @leasehold/fence's withFence. Exits cleanly when stdin ends.
 //
 //   ETCD_ENDPOINTS=... CRON_PREFIX=... NAME=a TASK=t PG_URL=... FENCE_TABLE=... RUNS_TABLE=... \
-//   node node-cron-worker.mjs
+//   [TRACK=1] [FAIL_EVERY=N] node node-cron-worker.mjs
+//
+// TRACK=1: the coordinator tracks the task (coordinator.track), so records say how each run
+// ended. FAIL_EVERY=N: the run of a fire whose second is a multiple of N throws, after its row.
 import { createInterface } from 'node:readline';
 import { connect } from '@leasehold/core';
 import { leaseholdRunCoordinator } from '@leasehold/cron';
@@ -54,7 +57,12 @@ async function run(ctx) {
       ),
   );
   send({ event: 'ran', fire, token: claim.token.toString() });
+  const failEvery = Number(env.FAIL_EVERY ?? 0);
+  if (failEvery > 0 && ctx.date.getUTCSeconds() % failEvery === 0) {
+    throw new Error(`planned failure of ${fire}`);
+  }
 }
+if (env.TRACK === '1') coordinator.track(task);
 task.on('execution:skipped', (ctx) =>
   send({ event: 'skipped', fire: ctx.date.toISOString(), reason: ctx.reason }),
 );

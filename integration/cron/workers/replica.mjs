@@ -2,7 +2,7 @@
 // skew and stop replicas. Driven by JSON lines on stdin ({ seq, cmd, ...args }); each answer is a
 // line with the same seq. Scheduler events are lines of their own ({ event, ... }).
 //
-//   ETCD_ENDPOINTS=... CRON_PREFIX=... NAME=a OFFSET_MS=0 TTL_SECONDS=3 \
+//   ETCD_ENDPOINTS=... CRON_PREFIX=... NAME=a OFFSET_MS=0 TTL_SECONDS=3 [MAX_CLOCK_SKEW_MS=...] \
 //   PG_URL=... FENCE_TABLE=... RUNS_TABLE=... node replica.mjs
 //
 // Each run writes one row into $RUNS_TABLE through @leasehold/fence's withFence, fenced by the
@@ -32,6 +32,7 @@ const scheduler = await createScheduler(client, {
   prefix: env.CRON_PREFIX,
   runner: name,
   now: () => new Date(Date.now() + offsetMs),
+  ...(env.MAX_CLOCK_SKEW_MS ? { maxClockSkewMs: Number(env.MAX_CLOCK_SKEW_MS) } : {}),
 });
 
 const at = () => Date.now();
@@ -102,10 +103,33 @@ async function stop(drainMs = 10_000) {
   return stopping;
 }
 
+/** This replica's wall clock: the scheduler's `now`. */
+const clock = () => Date.now() + offsetMs;
+
 const handlers = {
-  async schedule({ job: jobName, schedule, options, runMs, honorSignal }) {
+  // `atPhaseMs` of `periodMs`: wait until this replica's clock is that far into a period, so that
+  // the IPC round trip does not decide when it starts. `before`/`after`: its clock around the
+  // schedule() call, which plans the start-up claims: what a test derives its expectations from.
+  // `stopSelf`: right after answering, the replica stops itself (SIGSTOP), a stall between
+  // planning its start-up claims and sending them (with a start jitter, they wait a timer).
+  async schedule({
+    job: jobName,
+    schedule,
+    options,
+    runMs,
+    honorSignal,
+    atPhaseMs,
+    periodMs,
+    stopSelf,
+  }) {
+    if (atPhaseMs !== undefined) {
+      await sleep((atPhaseMs - (clock() % periodMs) + periodMs) % periodMs);
+    }
+    const before = clock();
     scheduler.schedule(jobName, schedule, job({ runMs, honorSignal }), options);
-    return { next: scheduler.next(jobName)?.toISOString() };
+    const after = clock();
+    if (stopSelf) setImmediate(() => process.kill(process.pid, 'SIGSTOP'));
+    return { next: scheduler.next(jobName)?.toISOString(), before, after };
   },
   async stop({ drainMs }) {
     await stop(drainMs);

@@ -1,4 +1,4 @@
-import { AuthError, ConnectError } from '@leasehold/core';
+import { AuthError, ConnectError, isInvalidArgumentError } from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
 import { errorText, main } from './cli.js';
 import { CliError, exitCodes } from './exit-codes.js';
@@ -137,6 +137,72 @@ describe('bad flags: one line on stderr, exit 64, nothing run', () => {
       /unknown option '--tll' \(Did you mean --ttl\?\)/,
     );
     expect(code).toBe(exitCodes.usage);
+  });
+});
+
+describe('main() called wrong by a program that embeds it', () => {
+  const io = { stdout: process.stdout, stderr: process.stderr };
+  it.each([['run --lock x'], [undefined], [['node', 'leasehold', 5]], [{}]])(
+    'refuses argv %j with InvalidArgumentError',
+    async (argv) => {
+      await expect(main(argv as never, io)).rejects.toSatisfy(
+        (err) =>
+          isInvalidArgumentError(err) &&
+          /^argv must be an array of strings, as process.argv/.test(err.message),
+      );
+    },
+  );
+  it.each([['stdout'], [null], [{ stdout: process.stdout }], [{ stdout: 1, stderr: 2 }]])(
+    'refuses io %j with InvalidArgumentError',
+    async (bad) => {
+      await expect(main(['node', 'leasehold', '--version'], bad as never)).rejects.toSatisfy(
+        (err) =>
+          isInvalidArgumentError(err) &&
+          /^io must be an object \{ stdout, stderr \} of writable streams, got /.test(err.message),
+      );
+    },
+  );
+});
+
+describe('connection flags before the command name', () => {
+  it.each([
+    [['--endpoints', 'ftp://h:1', 'run', '--lock', 'x', '--', 'true']],
+    [['--endpoints', 'ftp://h:1', 'inspect']],
+    [['--endpoints=ftp://h:1', 'observe', 'e']],
+    [['--debug', '--endpoints', 'ftp://h:1', 'unlock', 'x', '--key', 'ab', '--yes']],
+  ])('%j: read as if they came after it', async (args) => {
+    const { code, stderr } = await run(...args);
+    // (With --debug, a line saying where it connects comes first.)
+    expect(stderr.split('\n').find((line) => !line.startsWith('leasehold: debug:'))).toMatch(
+      /^leasehold: --endpoints "ftp:\/\/h:1" has scheme ftp; only http and https are allowed/,
+    );
+    expect(code).toBe(exitCodes.usage);
+  });
+
+  it('after the command name, a flag wins over the same flag before it', async () => {
+    const { stderr } = await run(
+      '--endpoints',
+      'ftp://before:1',
+      'inspect',
+      '--endpoints',
+      'ftp://after:1',
+    );
+    expect(oneLine(stderr, 'leasehold')).toMatch(/"ftp:\/\/after:1"/);
+  });
+
+  it("nothing after -- is read: it is the command's", async () => {
+    const { stderr } = await run(
+      '--endpoints',
+      'ftp://ours:1',
+      'run',
+      '--lock',
+      'x',
+      '--',
+      'sh',
+      '--endpoints',
+      'ftp://theirs:1',
+    );
+    expect(oneLine(stderr, 'leasehold')).toMatch(/"ftp:\/\/ours:1"/);
   });
 });
 

@@ -4,9 +4,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { isConnectError, isInvalidArgumentError, isLeaseholdError } from '@leasehold/core';
-import { Command, CommanderError, Option } from 'commander';
-import { addConnectionOptions, connectMessage, withFlagNames } from './connection.js';
-import { CliError, exitCodeFor, exitCodes } from './exit-codes.js';
+import { Command, CommanderError, Help, Option, type OptionValues } from 'commander';
+import {
+  addConnectionOptions,
+  CONNECTION_GROUP,
+  connectMessage,
+  withFlagNames,
+} from './connection.js';
+import { CliError, exitCodeFor, exitCodes, invalidArgument } from './exit-codes.js';
 import { DEFAULT_GRACE_MS, runAsLeader, runUnderLock } from './hold.js';
 import { inspect } from './inspect.js';
 import { observe } from './observe.js';
@@ -108,10 +113,43 @@ if it still runs, sees its lock lost. The key's lease is not revoked.`,
 };
 
 /**
- * Runs leasehold with `argv` (as `process.argv`) and resolves to the exit code. Never throws:
- * errors are written to `io.stderr`.
+ * A command's own flags with the program's (the connection flags), as one object: the shape
+ * each command's function takes. Commander checked each flag's syntax; the functions check values.
+ */
+const all = <T extends object>(command: Command): T => command.optsWithGlobals<T & OptionValues>();
+
+/** A value as a message shows it: strings quoted and cut short, others by their type. */
+function shown(value: unknown): string {
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value;
+}
+
+const writable = (stream: unknown) =>
+  typeof stream === 'object' &&
+  stream !== null &&
+  typeof (stream as Io['stdout']).write === 'function';
+
+/**
+ * Runs leasehold with `argv` (as `process.argv`) and resolves to the exit code. Never throws
+ * for what the operator typed: those errors are written to `io.stderr`. Rejects with
+ * `InvalidArgumentError` (of `@leasehold/core`) if `argv` is not an array of strings or `io` not
+ * `{ stdout, stderr }` with writable streams: a program embedding leasehold passed them wrong.
  */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
+  if (!Array.isArray(argv) || argv.some((arg) => typeof arg !== 'string')) {
+    throw invalidArgument(
+      `argv must be an array of strings, as process.argv (node, script, then the arguments), got ${Array.isArray(argv) ? 'an array with a non-string' : shown(argv)}`,
+    );
+  }
+  if (typeof io !== 'object' || io === null || !writable(io.stdout) || !writable(io.stderr)) {
+    throw invalidArgument(
+      `io must be an object { stdout, stderr } of writable streams, got ${typeof io === 'object' && io !== null ? 'an object without them' : shown(io)}`,
+    );
+  }
   let result: number = exitCodes.ok;
   let debug = false;
   let command = '';
@@ -133,125 +171,137 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     })
     .addHelpText(
       'after',
-      `\nEvery command takes the connection options (--endpoints or ETCD_ENDPOINTS, TLS, user).\nExit codes are listed in the README of @leasehold/cli.`,
+      `\nEvery command takes the connection options, before or after its name (--endpoints or\nETCD_ENDPOINTS or ETCDCTL_ENDPOINTS, TLS, user).\nExit codes are listed in the README of @leasehold/cli.`,
     );
   program.hook('preSubcommand', (_, sub) => {
     command = sub.name();
   });
+  // Connection options belong to the program, so they may come before the command's name or
+  // after it; each command's help lists them too.
+  addConnectionOptions(program).configureHelp({
+    showGlobalOptions: true,
+    visibleGlobalOptions(cmd) {
+      return Help.prototype.visibleGlobalOptions
+        .call(this, cmd)
+        .filter((o) => o.long !== '--version');
+    },
+    formatItemList(heading, items, helper) {
+      const title = heading === 'Global Options:' ? CONNECTION_GROUP : heading;
+      return Help.prototype.formatItemList.call(this, title, items, helper);
+    },
+  });
   program.hook('preAction', (_, action) => {
-    debug = action.opts<{ debug?: boolean }>().debug === true;
+    debug = action.optsWithGlobals<{ debug?: boolean }>().debug === true;
     // Process warnings and background clean-up errors: one line each, with --debug only.
     showWarnings(debug ? (line) => void io.stderr.write(`${line}\n`) : undefined);
   });
 
-  addConnectionOptions(
-    program
-      .command('run')
-      .usage('--lock <name> [options] -- <command...>')
-      .summary('run a command while holding a lock')
-      .description(
-        'Waits for the lock (FIFO), runs the command while holding it, and releases it when the command ends.',
-      )
-      .requiredOption('--lock <name>', 'the lock to hold')
-      .option(
-        '--ttl <seconds>',
-        'lease TTL: how soon others get the lock if leasehold dies (default: 10)',
-      )
-      .option('--wait-timeout <ms>', `give up waiting after this long (exit ${exitCodes.timeout})`)
-      .option('--no-wait', `do not wait: exit ${exitCodes.taken} at once if the lock is held`)
-      .option('--value <value>', 'holder value others see in inspect (default: hostname:pid)')
-      .option(
-        '--grace <ms>',
-        `after a loss, time between SIGTERM and SIGKILL (default: ${DEFAULT_GRACE_MS})`,
-      )
-      .argument('<command...>', 'the command and its arguments (after --)')
-      .addHelpText('after', EXAMPLES.run)
-      .action(async (cmd: string[], flags: Parameters<typeof runUnderLock>[0]) => {
-        result = await runUnderLock(flags, cmd, { stderr: io.stderr, log });
-      }),
-  );
+  program
+    .command('run')
+    .usage('--lock <name> [options] -- <command...>')
+    .summary('run a command while holding a lock')
+    .description(
+      'Waits for the lock (FIFO), runs the command while holding it, and releases it when the command ends.',
+    )
+    .requiredOption('--lock <name>', 'the lock to hold')
+    .option(
+      '--ttl <seconds>',
+      'lease TTL: how soon others get the lock if leasehold dies (default: 10)',
+    )
+    .option('--wait-timeout <ms>', `give up waiting after this long (exit ${exitCodes.timeout})`)
+    .option('--no-wait', `do not wait: exit ${exitCodes.taken} at once if the lock is held`)
+    .option('--value <value>', 'holder value others see in inspect (default: hostname:pid)')
+    .option(
+      '--grace <ms>',
+      `after a loss, time between SIGTERM and SIGKILL (default: ${DEFAULT_GRACE_MS})`,
+    )
+    .argument('<command...>', 'the command and its arguments (after --)')
+    .addHelpText('after', EXAMPLES.run)
+    .action(async (cmd: string[], _: unknown, self: Command) => {
+      result = await runUnderLock(all<Parameters<typeof runUnderLock>[0]>(self), cmd, {
+        stderr: io.stderr,
+        log,
+      });
+    });
 
-  addConnectionOptions(
-    program
-      .command('elect')
-      .usage('<name> [options] -- <command...>')
-      .summary('run a command while leader of an election')
-      .description(
-        'Campaigns in the election, runs the command while leader, and resigns when it ends.',
-      )
-      .argument('<name>', 'the election')
-      .argument('<command...>', 'the command and its arguments (after --)')
-      .option('--value <value>', 'what observers see as the leader (default: hostname:pid)')
-      .option(
-        '--ttl <seconds>',
-        'lease TTL: how soon another candidate takes over if leasehold dies (default: 10)',
-      )
-      .option(
-        '--wait-timeout <ms>',
-        `give up campaigning after this long (exit ${exitCodes.timeout})`,
-      )
-      .option(
-        '--grace <ms>',
-        `after a loss, time between SIGTERM and SIGKILL (default: ${DEFAULT_GRACE_MS})`,
-      )
-      .addHelpText('after', EXAMPLES.elect)
-      .action(async (name: string, cmd: string[], flags: Parameters<typeof runAsLeader>[1]) => {
-        result = await runAsLeader(name, flags, cmd, { stderr: io.stderr, log });
-      }),
-  );
+  program
+    .command('elect')
+    .usage('<name> [options] -- <command...>')
+    .summary('run a command while leader of an election')
+    .description(
+      'Campaigns in the election, runs the command while leader, and resigns when it ends.',
+    )
+    .argument('<name>', 'the election')
+    .argument('<command...>', 'the command and its arguments (after --)')
+    .option('--value <value>', 'what observers see as the leader (default: hostname:pid)')
+    .option(
+      '--ttl <seconds>',
+      'lease TTL: how soon another candidate takes over if leasehold dies (default: 10)',
+    )
+    .option(
+      '--wait-timeout <ms>',
+      `give up campaigning after this long (exit ${exitCodes.timeout})`,
+    )
+    .option(
+      '--grace <ms>',
+      `after a loss, time between SIGTERM and SIGKILL (default: ${DEFAULT_GRACE_MS})`,
+    )
+    .addHelpText('after', EXAMPLES.elect)
+    .action(async (name: string, cmd: string[], _: unknown, self: Command) => {
+      result = await runAsLeader(name, all<Parameters<typeof runAsLeader>[1]>(self), cmd, {
+        stderr: io.stderr,
+        log,
+      });
+    });
 
-  addConnectionOptions(
-    program
-      .command('observe')
-      .summary('print who leads an election, and every change')
-      .description('Prints who leads the election now, then every change, one line each.')
-      .argument('<name>', 'the election')
-      .option('--json', 'one JSON object per line')
-      .addHelpText('after', EXAMPLES.observe)
-      .action(async (name: string, flags: Parameters<typeof observe>[1]) => {
-        result = await observe(name, flags, (line) => out(`${line}\n`));
-      }),
-  );
+  program
+    .command('observe')
+    .summary('print who leads an election, and every change')
+    .description('Prints who leads the election now, then every change, one line each.')
+    .argument('<name>', 'the election')
+    .option('--json', 'one JSON object per line')
+    .addHelpText('after', EXAMPLES.observe)
+    .action(async (name: string, _: unknown, self: Command) => {
+      result = await observe(name, all<Parameters<typeof observe>[1]>(self), (line) =>
+        out(`${line}\n`),
+      );
+    });
 
-  addConnectionOptions(
-    program
-      .command('inspect')
-      .summary('show locks, elections and cron jobs: holders, tokens, TTLs, waiters, fires')
-      .description(
-        'Shows every lock (holder, value, token, lease TTL left, waiters in order), every election (leader, value, candidates in order) and every @leasehold/cron job (schedule, next fire, newest fires with runner, outcome and token).',
-      )
-      .option('--prefix <prefix>', 'only locks, elections and jobs whose name starts with this')
-      .addOption(
-        new Option(
-          '--cron-prefix <prefix>',
-          'key prefix of @leasehold/cron claims and records (default /leasehold/cron/)',
-        ).env('LEASEHOLD_CRON_PREFIX'),
-      )
-      .option('--watch', 'refresh until Ctrl-C')
-      .option('--interval <ms>', 'refresh interval with --watch (default: 1000)')
-      .option('--json', 'JSON (the default when stdout is not a terminal)')
-      .addOption(new Option('--table', 'a table even when stdout is not a terminal'))
-      .addHelpText('after', EXAMPLES.inspect)
-      .action(async (flags: Parameters<typeof inspect>[0]) => {
-        result = await inspect(flags, io.stdout, out);
-      }),
-  );
+  program
+    .command('inspect')
+    .summary('show locks, elections and cron jobs: holders, tokens, TTLs, waiters, fires')
+    .description(
+      'Shows every lock (holder, value, token, lease TTL left, waiters in order), every election (leader, value, candidates in order) and every @leasehold/cron job (schedule, next fire, newest fires with runner, outcome and token).',
+    )
+    .option('--prefix <prefix>', 'only locks, elections and jobs whose name starts with this')
+    .addOption(
+      new Option(
+        '--cron-prefix <prefix>',
+        'key prefix of @leasehold/cron claims and records (default /leasehold/cron/)',
+      ).env('LEASEHOLD_CRON_PREFIX'),
+    )
+    .option('--watch', 'refresh until Ctrl-C')
+    .option('--interval <ms>', 'refresh interval with --watch (default: 1000)')
+    .option('--json', 'JSON (the default when stdout is not a terminal)')
+    .addOption(new Option('--table', 'a table even when stdout is not a terminal'))
+    .addHelpText('after', EXAMPLES.inspect)
+    .action(async (_: unknown, self: Command) => {
+      result = await inspect(all<Parameters<typeof inspect>[0]>(self), io.stdout, out);
+    });
 
-  addConnectionOptions(
-    program
-      .command('unlock')
-      .summary('delete one stuck holder key of a lock')
-      .description(
-        "Deletes one key of a lock's queue, guarded by its create revision, after asking on a terminal.",
-      )
-      .argument('<name>', 'the lock')
-      .requiredOption('--key <key>', 'the key to delete, or just its lease id in hex')
-      .option('--yes', 'do not ask (required when stdin is not a terminal)')
-      .addHelpText('after', EXAMPLES.unlock)
-      .action(async (name: string, flags: Parameters<typeof unlock>[1]) => {
-        result = await unlock(name, flags, out);
-      }),
-  );
+  program
+    .command('unlock')
+    .summary('delete one stuck holder key of a lock')
+    .description(
+      "Deletes one key of a lock's queue, guarded by its create revision, after asking on a terminal.",
+    )
+    .argument('<name>', 'the lock')
+    .requiredOption('--key <key>', 'the key to delete, or just its lease id in hex')
+    .option('--yes', 'do not ask (required when stdin is not a terminal)')
+    .addHelpText('after', EXAMPLES.unlock)
+    .action(async (name: string, _: unknown, self: Command) => {
+      result = await unlock(name, all<Parameters<typeof unlock>[1]>(self), out);
+    });
 
   // Waiting is this program's work: some SDK waits (connect()'s back-off between dials) run on
   // unref'd timers and would let Node exit mid-wait with nothing printed.

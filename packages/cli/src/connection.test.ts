@@ -158,6 +158,113 @@ describe('connection flags → connect() options', () => {
   });
 });
 
+describe("etcdctl's environment variables", () => {
+  it('reads ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY and ETCDCTL_DIAL_TIMEOUT', () => {
+    expect(
+      resolve(parse([]), {
+        ETCDCTL_ENDPOINTS: 'https://a:2379,https://b:2379',
+        ETCDCTL_CACERT: '/ca.pem',
+        ETCDCTL_CERT: '/cert.pem',
+        ETCDCTL_KEY: '/key.pem',
+        ETCDCTL_DIAL_TIMEOUT: '1500ms',
+      }),
+    ).toEqual({
+      endpoints: 'https://a:2379,https://b:2379',
+      dialTimeoutMs: 1500,
+      tls: {
+        caCert: Buffer.from('CA'),
+        clientCert: Buffer.from('CERT'),
+        clientKey: Buffer.from('KEY'),
+      },
+    });
+  });
+
+  it('takes an empty ETCDCTL_* variable as not set, as etcdctl does', () => {
+    const empty = {
+      ETCDCTL_ENDPOINTS: '',
+      ETCDCTL_USER: '',
+      ETCDCTL_DIAL_TIMEOUT: '',
+      ETCDCTL_CACERT: '',
+    };
+    expect(resolve({}, empty)).toEqual({ endpoints: DEFAULT_ENDPOINTS });
+  });
+
+  it('takes host:port endpoints as https:// when a CA certificate is given, as etcdctl does', () => {
+    const env = { ETCDCTL_ENDPOINTS: '10.0.0.5:2379, 10.0.0.6:2379', ETCDCTL_CACERT: '/ca.pem' };
+    expect(resolve(parse([]), env).endpoints).toBe('https://10.0.0.5:2379,https://10.0.0.6:2379');
+    expect(resolve(parse(['--endpoints', '10.0.0.5:2379', '--cacert', '/ca.pem'])).endpoints).toBe(
+      'https://10.0.0.5:2379',
+    );
+    // Without TLS the SDK's reading stands: http://.
+    expect(resolve(parse([]), { ETCDCTL_ENDPOINTS: '10.0.0.5:2379' }).endpoints).toBe(
+      '10.0.0.5:2379',
+    );
+  });
+
+  it("a flag wins over leasehold's own variable, which wins over etcdctl's", () => {
+    const env = { ETCD_ENDPOINTS: 'http://own:1' };
+    const etcdctl = { ETCDCTL_ENDPOINTS: 'http://etcdctl:1', ETCDCTL_DIAL_TIMEOUT: '9s' };
+    expect(resolve(parse(['--endpoints', 'http://flag:1'], env), etcdctl).endpoints).toBe(
+      'http://flag:1',
+    );
+    expect(resolve(parse([], env), etcdctl).endpoints).toBe('http://own:1');
+    expect(resolve(parse([]), etcdctl).endpoints).toBe('http://etcdctl:1');
+    expect(resolve(parse(['--dial-timeout', '700']), etcdctl).dialTimeoutMs).toBe(700);
+    expect(resolve(parse([], { ETCD_CACERT: '/ca.pem' }), { ETCDCTL_CACERT: '/x' }).tls).toEqual({
+      caCert: Buffer.from('CA'),
+    });
+  });
+
+  it('ETCDCTL_USER is user:password, split at the first colon, unless ETCDCTL_PASSWORD is set', () => {
+    expect(resolve({}, { ETCDCTL_USER: 'ops:pa:ss' }).auth).toEqual({
+      username: 'ops',
+      password: 'pa:ss',
+    });
+    expect(resolve({}, { ETCDCTL_USER: 'ops:x', ETCDCTL_PASSWORD: 'pw' }).auth).toEqual({
+      username: 'ops:x',
+      password: 'pw',
+    });
+    // leasehold's own password variable and file come first.
+    expect(resolve({}, { ETCDCTL_USER: 'ops:x', ETCD_PASSWORD: 'own' }).auth).toEqual({
+      username: 'ops',
+      password: 'own',
+    });
+    expect(resolve({ passwordFile: '/pw' }, { ETCDCTL_USER: 'ops' }).auth).toEqual({
+      username: 'ops',
+      password: 's3cret',
+    });
+  });
+
+  it('--user wins over ETCDCTL_USER, whose password part never goes with another user', () => {
+    expect(resolve({ user: 'me' }, { ETCDCTL_USER: 'ops:x', ETCDCTL_PASSWORD: 'pw' }).auth).toEqual(
+      { username: 'me', password: 'pw' },
+    );
+    usage(
+      () => resolve({ user: 'me' }, { ETCDCTL_USER: 'ops:x' }),
+      /^--user "me" needs a password/,
+    );
+  });
+
+  it('refuses ETCDCTL_USER without a password, and a half pair of ETCDCTL_CERT and ETCDCTL_KEY', () => {
+    usage(
+      () => resolve({}, { ETCDCTL_USER: 'ops' }),
+      /^ETCDCTL_USER "ops" has no password: write it as user:password, or set ETCDCTL_PASSWORD/,
+    );
+    usage(
+      () => resolve({}, { ETCDCTL_CACERT: '/ca.pem', ETCDCTL_CERT: '/cert.pem' }),
+      /go together \(mutual TLS\), or neither \(here: ETCDCTL_CERT and ETCDCTL_KEY\)$/,
+    );
+    usage(
+      () => resolve({}, { ETCDCTL_CACERT: '/nope' }),
+      /^ETCDCTL_CACERT "\/nope" cannot be read/,
+    );
+    usage(
+      () => resolve({}, { ETCDCTL_DIAL_TIMEOUT: '300' }),
+      /^ETCDCTL_DIAL_TIMEOUT must be a duration as etcdctl takes it/,
+    );
+  });
+});
+
 describe('SDK messages in terms of flags', () => {
   it('renames the option a validation message starts with', () => {
     expect(withFlagNames('lockPrefix must be a non-empty string, got ""')).toBe(

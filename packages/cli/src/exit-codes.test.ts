@@ -44,6 +44,17 @@ describe('exit codes', () => {
     expect(signalExitCode(9)).toBe(137);
   });
 
+  it('refuses what is not a signal, naming it', () => {
+    for (const bad of ['SIGBOGUS', 'TERM', '', 0, 128, 1.5, NaN]) {
+      expect(() => signalExitCode(bad as NodeJS.Signals)).toThrow(
+        /^signal must be a signal name such as "SIGTERM" or a number from 1 to 127, got /,
+      );
+    }
+    expect(() => signalExitCode({} as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+  });
+
   it('are all in the README table, and the table has no others', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Exit codes'));

@@ -9,6 +9,7 @@
  */
 import { constants } from 'node:os';
 import {
+  InvalidArgumentError,
   isAuthError,
   isClusterChangedError,
   isConnectError,
@@ -61,7 +62,24 @@ export const exitCodes = {
 
 /** The code for a process ended by `signal`, or for leasehold interrupted by it: 128 + N. */
 export function signalExitCode(signal: NodeJS.Signals | number): number {
-  return 128 + (typeof signal === 'number' ? signal : (constants.signals[signal] ?? 1));
+  if (typeof signal === 'number' && Number.isInteger(signal) && signal >= 1 && signal <= 127) {
+    return 128 + signal;
+  }
+  const number = typeof signal === 'string' ? constants.signals[signal] : undefined;
+  if (number === undefined) {
+    throw invalidArgument(
+      `signal must be a signal name such as "SIGTERM" or a number from 1 to 127, got ${typeof signal === 'string' ? JSON.stringify(signal) : String(signal)}`,
+    );
+  }
+  return 128 + number;
+}
+
+/**
+ * Core's `InvalidArgumentError`, typed as the `Error` it is (core's declaration of its error
+ * classes does not show them as `Error` subclasses to type-aware lint rules).
+ */
+export function invalidArgument(message: string): Error {
+  return new InvalidArgumentError(message);
 }
 
 /**

@@ -3,6 +3,7 @@ import { CliError, exitCodes } from './exit-codes.js';
 import {
   MAX_DURATION_MS,
   parseDurationMs,
+  parseGoDurationMs,
   parseGraceMs,
   parseTtlSeconds,
   parseValue,
@@ -63,4 +64,33 @@ describe('--value', () => {
       /at most 65536 bytes of UTF-8, got 65538/,
     );
   });
+});
+
+describe("etcdctl's durations (Go's time.ParseDuration)", () => {
+  it.each([
+    ['2s', 2_000],
+    ['500ms', 500],
+    ['1m30s', 90_000],
+    ['1.5s', 1_500],
+    ['.5s', 500],
+    ['1h', 3_600_000],
+    ['250us', 1],
+    ['1500µs', 2],
+    ['1000000ns', 1],
+  ])('reads %j as %d ms (rounded up)', (text, ms) => {
+    expect(parseGoDurationMs('ETCDCTL_DIAL_TIMEOUT', text)).toBe(ms);
+  });
+
+  it.each(['', '300', '0', '0s', '2 s', 's', '2x', '-1s', '1.5', '2s ', '1e3ms', '25d', '600h'])(
+    'refuses %j, naming the variable and the format',
+    (text) => {
+      usage(
+        () => parseGoDurationMs('ETCDCTL_DIAL_TIMEOUT', text),
+        /^ETCDCTL_DIAL_TIMEOUT must be a duration as etcdctl takes it, such as "2s", "500ms" or "1m30s", from 1ms to 2147483647ms, got /,
+      );
+      expect(() => parseGoDurationMs('ETCDCTL_DIAL_TIMEOUT', text)).toThrow(
+        `got ${JSON.stringify(text)}`,
+      );
+    },
+  );
 });

@@ -23,6 +23,39 @@ export function parseDurationMs(flag: string, text: string): number {
   return n;
 }
 
+const GO_UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/**
+ * A duration as etcdctl reads its own (Go's `time.ParseDuration`: `2s`, `500ms`, `1m30s`,
+ * `1.5s`), for its environment variables. Rounded up to whole milliseconds, from 1 to
+ * {@link MAX_DURATION_MS}; a bare number has no unit and is refused, as Go refuses it.
+ */
+export function parseGoDurationMs(name: string, text: string): number {
+  const part = /(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = part.exec(text); m !== null; m = part.exec(text)) {
+    total += Number(m[1]) * GO_UNIT_MS[m[2]!]!;
+    matched = part.lastIndex;
+  }
+  const ms = Math.ceil(total - 1e-9);
+  if (text === '' || matched !== text.length || ms < 1 || ms > MAX_DURATION_MS) {
+    throw usageError(
+      `${name} must be a duration as etcdctl takes it, such as "2s", "500ms" or "1m30s", from 1ms to ${MAX_DURATION_MS}ms, got ${JSON.stringify(text)}`,
+    );
+  }
+  return ms;
+}
+
 /** Like {@link parseDurationMs} but 0 is allowed (`--grace 0`: SIGKILL at once). */
 export function parseGraceMs(flag: string, text: string): number {
   const n = wholeNumber(text);

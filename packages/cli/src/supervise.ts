@@ -99,6 +99,13 @@ export const silenceMs = (ttlMs: number): number => 3 * deadlineTickMs(ttlMs);
 /** How long leasehold waits for the command's group to die after SIGKILLing it itself. */
 const KILL_WAIT_MS = 5_000;
 
+/**
+ * After telling the keeper the hold is lost, how long leasehold waits for it to say it is
+ * stopping the command before it takes the keeper for frozen (stopped by its pid) and stops the
+ * command itself: twice the silence after which the keeper takes leasehold for frozen.
+ */
+export const keeperAnswerMs = (ttlMs: number): number => 2 * silenceMs(ttlMs);
+
 /** Why a hold ended, in words: the SDK's reason without its repetition of key and token. */
 export function lossReason(reason: unknown): string {
   if (!(reason instanceof Error)) return 'its lease deadline passed while leasehold could not run';
@@ -131,8 +138,12 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
     return exitCodes.lost;
   }
 
+  // The keeper leads a session of its own: a stop or kill of leasehold's process group (a
+  // shell's `kill -STOP %1`, a supervisor, a CI runner pausing the job) must not reach it, since
+  // it exists to act when leasehold cannot. The command gets a session of its own from it.
   const keeper = spawn(process.execPath, [keeperPath], {
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    detached: true,
   });
   const send = (message: KeeperRequest) => {
     if (keeper.connected) keeper.send(message, (err) => void err); // a dead keeper says so by exiting
@@ -140,13 +151,21 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
   const deadline = () => monoMs() + hold.session.remainingMs();
 
   let lostNoticed = false;
+  /** Set once the command is running: leasehold stops it itself if the keeper cannot. */
+  let takeOver = () => {};
+  let takeOverTimer: NodeJS.Timeout | undefined;
+  /** The keeper said it is stopping the command: it answers, nothing to take over. */
+  let keeperStopping = false;
   /** `running`: the command has not exited yet, so it is being stopped. */
   const onLost = (running = true, killInMs = options.graceMs) => {
     if (lostNoticed) return;
     lostNoticed = true;
     const why = `${options.what} (token ${hold.token}) lost: ${lossReason(hold.signal.reason)}`;
     log(running ? `${why}; stopping the command (${stopping(killInMs)})` : why);
-    if (running) send({ type: 'lost' });
+    if (!running) return;
+    send({ type: 'lost' });
+    if (keeperStopping) return;
+    takeOverTimer = setTimeout(() => takeOver(), keeperAnswerMs(hold.session.ttlSeconds * 1000));
   };
 
   const abortListener = () => onLost();
@@ -161,6 +180,8 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
             pid = report.pid;
             return;
           case 'stopping':
+            keeperStopping = true;
+            clearTimeout(takeOverTimer);
             if (report.cause === 'deadline') onLost(true, report.killInMs);
             return;
           case 'spawn-error': {
@@ -171,7 +192,9 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
             return reject(new CliError(`${why}: ${file}`, code));
           }
           case 'exit': {
+            if (exitReported) return; // leasehold stopped the command itself (takeOver)
             exitReported = true;
+            clearTimeout(takeOverTimer);
             if (report.lingering) {
               return reject(
                 new CliError(
@@ -226,6 +249,40 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
       });
       keeper.once('error', reject);
 
+      // The keeper did not answer the loss: it was stopped by its own pid (its group is not
+      // leasehold's). leasehold stops the command's group itself, and ends without waiting for
+      // the keeper, which may stay stopped for good.
+      takeOver = () => {
+        if (pid === undefined || exitReported) return;
+        const group = pid;
+        const graceMs = options.graceMs;
+        log(
+          `the keeper process (pid ${keeper.pid}) did not answer; stopping the command (process group ${group}) from leasehold (${stopping(graceMs)})`,
+        );
+        const kill = (signal: NodeJS.Signals) => {
+          try {
+            process.kill(-group, signal);
+          } catch {
+            // Gone already.
+          }
+        };
+        kill(graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
+        const killTimer = graceMs === 0 ? undefined : setTimeout(() => kill('SIGKILL'), graceMs);
+        void groupGone(group, monoMs() + graceMs + KILL_WAIT_MS).then((gone) => {
+          clearTimeout(killTimer);
+          if (exitReported) return;
+          exitReported = true;
+          if (gone) return resolve(exitCodes.lost);
+          reject(
+            new CliError(
+              `${options.what} (token ${hold.token}): part of the command (process group ${group}) survived SIGKILL; the lock is not released: it expires within ${hold.session.ttlSeconds}s`,
+              exitCodes.lost,
+              { keepLease: true },
+            ),
+          );
+        });
+      };
+
       send({
         type: 'start',
         file,
@@ -248,6 +305,7 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
     });
   } finally {
     clearInterval(tick);
+    clearTimeout(takeOverTimer);
     hold.signal.removeEventListener('abort', abortListener);
     keeper.removeAllListeners('message');
     keeper.removeAllListeners('close');

@@ -29,3 +29,8 @@ export function showWarnings(to: ((line: string) => void) | undefined): void {
 export function debugLine(text: string): void {
   sink?.(`leasehold: warning: ${oneLine(text)}`);
 }
+
+/** Prints what leasehold is about to do as one `leasehold: debug:` line, with `--debug` only. */
+export function debugNote(text: string): void {
+  sink?.(`leasehold: debug: ${oneLine(text)}`);
+}

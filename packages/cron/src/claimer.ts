@@ -12,8 +12,10 @@ import {
   decodeRecord,
   finishRequest,
   historyRequest,
+  markerRequest,
   readClaim,
   readHistory,
+  readMarker,
   type ClaimResult,
   type FireRecord,
   type HistoryEntry,
@@ -32,6 +34,29 @@ const RETRY_FOR_MS = 10 * 60_000;
 /** After etcd answered once, a claim whose answer was lost is looked for once more this late. */
 const SETTLE_AGAIN_MS = 3_000;
 
+/**
+ * The client's `callTimeoutMs`. `@leasehold/core/internal` does not export it (yet): it is read
+ * from the client's internals, and a client without it is a broken contract between the two
+ * packages, reported at the first claim rather than papered over with a guess.
+ */
+function callTimeoutOf(client: Leasehold): number {
+  const internals = client as unknown as { etcd?: { options?: { callTimeoutMs?: unknown } } };
+  const ms = internals.etcd?.options?.callTimeoutMs;
+  if (typeof ms !== 'number' || !(ms > 0)) {
+    throw new Error(
+      '@leasehold/cron: this @leasehold/core client does not expose callTimeoutMs where cron reads it (client.etcd.options); use matching versions of the two packages',
+    );
+  }
+  return ms;
+}
+
+/** A claim not sent: it could not land before another replica's record of the fire may expire. */
+export interface TooLate {
+  kind: 'too-late';
+  /** How late the fire was, by this replica's clock, when the claim was to be sent. */
+  lateMs: number;
+}
+
 export interface Claim {
   job: string;
   keys: JobKeys;
@@ -46,11 +71,19 @@ export class Claimer {
   /** This scheduler's own id in records: how a retried claim recognises its own first attempt. */
   readonly instance = randomUUID();
   readonly #retention: RetentionLeases;
+  /**
+   * Record keys of the fires this instance is claiming or running, until their record is
+   * written: a running marker of this instance for any other fire is an orphan (a claim whose
+   * answer was lost and that landed later), which nobody would ever finish.
+   */
+  readonly #live = new Set<string>();
 
   constructor(
     private readonly client: Leasehold,
     readonly runner: string,
     private readonly now: () => Date,
+    /** The most replicas' clocks may disagree (see `checkRetention` in options.ts). */
+    private readonly maxClockSkewMs: number,
   ) {
     this.#retention = new RetentionLeases(client);
   }
@@ -59,6 +92,13 @@ export class Claimer {
    * Claims a fire with one transaction (retried only when its outcome is unknown, which is safe:
    * a retry adopts the record its first attempt wrote). If etcd refuses it because a lease is
    * gone, tries once more with a fresh retention lease (the runner's lease is the caller's).
+   *
+   * Before each attempt it checks that the claim can land before a record of the fire made by
+   * another replica could expire: such a record was made no earlier than the fire, by a clock
+   * at most `maxClockSkewMs` ahead of this one, and lives `retentionSeconds`. The attempt gets
+   * what is left of that as its deadline, if less than `callTimeoutMs`. A claim that could not
+   * is not sent (`too-late`): however long the process stalled between planning and claiming,
+   * it never claims a fire whose record may be gone.
    */
   async claim(input: {
     job: string;
@@ -68,8 +108,9 @@ export class Claimer {
     overlap: OverlapPolicy;
     retentionSeconds: number;
     session: Session;
-  }): Promise<{ result: ClaimResult; claim?: Claim }> {
+  }): Promise<{ result: ClaimResult | TooLate; claim?: Claim }> {
     const { job, keys, fireMs, attempt, overlap, retentionSeconds, session } = input;
+    const live = keys.record(fireMs);
     const record: FireRecord = {
       v: 1,
       job,
@@ -80,41 +121,133 @@ export class Claimer {
       claimedAt: this.now().toISOString(),
       state: 'running',
     };
-    for (let attemptNo = 0; ; attemptNo++) {
-      const retentionLease = await this.#retention.lease(retentionSeconds);
-      const request = claimRequest({
-        keys,
-        fireMs,
-        overlap,
-        runnerLease: session.leaseId,
-        retentionLease,
-        record,
+    this.#live.add(live);
+    let claimed = false;
+    try {
+      /** What is left until another replica's record of the fire may expire, by this clock. */
+      const budget = () => {
+        const nowMs = this.now().getTime();
+        return { nowMs, budgetMs: fireMs + retentionSeconds * 1000 - this.maxClockSkewMs - nowMs };
+      };
+      const tooLate = (nowMs: number) => ({
+        result: { kind: 'too-late' as const, lateMs: nowMs - fireMs },
       });
-      try {
-        const res = await kvCall(
-          this.client,
-          `claim of job ${JSON.stringify(job)} at ${record.fireTime}`,
-          (kv, o) => kv.txn(request, o),
-          { idempotent: true },
-        );
-        const result = readClaim(res, this.instance);
+      for (let leaseRetried = false, healed = false; ;) {
+        const early = budget();
+        if (early.budgetMs <= 0) return tooLate(early.nowMs);
+        const retentionLease = await this.#retention.lease(retentionSeconds);
+        // Again after the last wait before the send: a stall during the grant counts too.
+        const { nowMs, budgetMs } = budget();
+        if (budgetMs <= 0) return tooLate(nowMs);
+        const request = claimRequest({
+          keys,
+          fireMs,
+          overlap,
+          runnerLease: session.leaseId,
+          retentionLease,
+          record,
+        });
+        let result: ClaimResult;
+        try {
+          const res = await kvCall(
+            this.client,
+            `claim of job ${JSON.stringify(job)} at ${record.fireTime}`,
+            (kv, o) => kv.txn(request, o),
+            { idempotent: true, timeoutMs: Math.min(callTimeoutOf(this.client), budgetMs) },
+          );
+          result = readClaim(res, this.instance);
+        } catch (err) {
+          if (!leaseRetried && /lease not found/i.test(String((err as Error)?.message))) {
+            this.#retention.forget(retentionLease);
+            leaseRetried = true;
+            continue;
+          }
+          // Unknown outcome: the txn may still land (etcd applies a delayed request however
+          // late it arrives). A claim nobody runs would keep its running marker on a live lease
+          // and block the job everywhere: find it once etcd answers and record it as not run.
+          if (isEtcdUnavailableError(err)) this.#settle({ job, keys, fireMs, attempt, overlap });
+          throw err;
+        }
+        if (
+          result.kind === 'overlap' &&
+          !healed &&
+          (await this.#healOrphan(job, keys, overlap, result))
+        ) {
+          healed = true;
+          continue;
+        }
         if (result.kind !== 'claimed') return { result };
+        claimed = true;
         return {
           result,
           claim: { job, keys, fireMs, attempt, overlap, token: result.token, record },
         };
-      } catch (err) {
-        if (attemptNo === 0 && /lease not found/i.test(String((err as Error)?.message))) {
-          this.#retention.forget(retentionLease);
-          continue;
-        }
-        // Unknown outcome: the txn may still land (etcd applies a delayed request however late
-        // it arrives). A claim nobody runs would keep its running marker on a live lease and
-        // block the job everywhere: find it once etcd answers and record it as not run.
-        if (isEtcdUnavailableError(err)) this.#settle({ job, keys, fireMs, attempt, overlap });
-        throw err;
       }
+    } finally {
+      // A claim won stays live until its record is written (finish).
+      if (!claimed) this.#live.delete(live);
     }
+  }
+
+  /**
+   * The running marker that made a claim fail names a run of this very instance that it is not
+   * claiming or running: a claim whose answer was lost landed after `#settle` stopped looking
+   * for it. Nobody would ever finish it, and with `overlap: 'skip'` it would block the job on
+   * every replica for as long as this runner's lease lives. Records it `lost` (which removes its
+   * claim and marker, guarded by its token); true if the claim may be tried again.
+   */
+  async #healOrphan(
+    job: string,
+    keys: JobKeys,
+    overlap: OverlapPolicy,
+    found: Extract<ClaimResult, { kind: 'overlap' }>,
+  ): Promise<boolean> {
+    const { fireTime, token } = found.holder;
+    if (found.instance !== this.instance || fireTime === undefined || token === undefined) {
+      return false;
+    }
+    const fireMs = Date.parse(fireTime);
+    if (!Number.isFinite(fireMs) || this.#live.has(keys.record(fireMs))) return false;
+    const res = await kvCall(
+      this.client,
+      `record of job ${JSON.stringify(job)} at ${fireTime}`,
+      (kv, o) => kv.range({ key: Buffer.from(keys.record(fireMs)) }, o),
+      { idempotent: true },
+    );
+    const kv = res.kvs[0];
+    const record = decodeRecord(kv?.value);
+    if (!kv || BigInt(kv.create_revision) !== token || record?.instance !== this.instance) {
+      return false;
+    }
+    if (record.state !== 'running') return false;
+    const orphan: Claim = {
+      job: record.job,
+      keys,
+      fireMs,
+      attempt: record.attempt,
+      overlap,
+      token,
+      record,
+    };
+    const error = 'its claim landed after the claimer had given up on it; not run';
+    let failed = false;
+    await this.finish(orphan, { outcome: 'lost', durationMs: 0, error }, () => (failed = true));
+    return !failed;
+  }
+
+  /**
+   * Is the run of `claim` still the job's current one (`overlap: 'replace'`)? False once a
+   * later claim rewrote the running marker (or it is gone); the marker as found is returned.
+   */
+  async current(claim: Claim): Promise<{ current: boolean; by?: ReturnType<typeof readMarker> }> {
+    const res = await kvCall(
+      this.client,
+      `running marker of job ${JSON.stringify(claim.job)}`,
+      (kv, o) => kv.range(markerRequest(claim.keys), o),
+      { idempotent: true },
+    );
+    const marker = readMarker(res.kvs[0]);
+    return { current: marker?.token === claim.token, ...(marker ? { by: marker } : {}) };
   }
 
   /**
@@ -175,6 +308,7 @@ export class Claimer {
       ...(ended.error === undefined ? {} : { error: ended.error }),
     };
     const request = finishRequest({ ...claim, record });
+    const done = () => void this.#live.delete(claim.keys.record(claim.fireMs));
     const once = () =>
       kvCall(
         this.client,
@@ -184,22 +318,26 @@ export class Claimer {
       );
     try {
       await once();
-      return;
+      return done();
     } catch (err) {
       onError(err as Error);
-      if (!isEtcdUnavailableError(err)) return;
+      if (!isEtcdUnavailableError(err)) return done();
     }
     const giveUpAt = performance.now() + RETRY_FOR_MS;
     void (async () => {
-      for (let delay = RETRY_MIN_MS; performance.now() < giveUpAt;) {
-        await new Promise((resolve) => setTimeout(resolve, delay).unref());
-        try {
-          await once();
-          return;
-        } catch (err) {
-          if (!isEtcdUnavailableError(err)) return onError(err as Error);
+      try {
+        for (let delay = RETRY_MIN_MS; performance.now() < giveUpAt;) {
+          await new Promise((resolve) => setTimeout(resolve, delay).unref());
+          try {
+            await once();
+            return;
+          } catch (err) {
+            if (!isEtcdUnavailableError(err)) return onError(err as Error);
+          }
+          delay = Math.min(delay * 2, RETRY_MAX_MS);
         }
-        delay = Math.min(delay * 2, RETRY_MAX_MS);
+      } finally {
+        done();
       }
     })();
   }

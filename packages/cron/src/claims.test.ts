@@ -6,6 +6,7 @@ import {
   finishRequest,
   jobKeys,
   readClaim,
+  readMarker,
   readHistory,
   recordError,
   type FireRecord,
@@ -100,11 +101,28 @@ describe('claimRequest', () => {
     expect(JSON.parse(str(marker.value)!)).toEqual({
       fireTime: record.fireTime,
       runner: 'web-1:42',
+      instance: 'me',
     });
     expect(req.failure!.map((op) => str(op.request_range!.key))).toEqual([
       keys.record(FIRE),
       keys.running,
     ]);
+  });
+
+  it("with overlap 'replace': requires only the record's absence and rewrites the marker", () => {
+    const req = claimRequest({
+      keys,
+      fireMs: FIRE,
+      overlap: 'replace',
+      runnerLease: 5n,
+      retentionLease: '9',
+      record,
+    });
+    expect(req.compare!.map((c) => str(c.key))).toEqual([keys.record(FIRE)]);
+    const marker = req.success![2]!.request_put!;
+    expect(str(marker.key)).toBe(keys.running);
+    expect(marker.lease).toBe('5');
+    expect(req.failure!.map((op) => str(op.request_range!.key))).toEqual([keys.record(FIRE)]);
   });
 });
 
@@ -145,13 +163,25 @@ describe('readClaim', () => {
     });
   });
 
-  it('no record but the running marker: overlap, with the running fire and its token', () => {
-    const marker = JSON.stringify({ fireTime: '2025-03-10T12:00:04.000Z', runner: 'web-3:1' });
+  it('no record but the running marker: overlap, with the running fire, its token and instance', () => {
+    const marker = JSON.stringify({
+      fireTime: '2025-03-10T12:00:04.000Z',
+      runner: 'web-3:1',
+      instance: 'them',
+    });
     const res = response(false, [range(), range(kv(keys.running, marker, 77))]);
     expect(readClaim(res, 'me')).toEqual({
       kind: 'overlap',
       holder: { runner: 'web-3:1', token: 77n, fireTime: '2025-03-10T12:00:04.000Z' },
+      instance: 'them',
     });
+  });
+
+  it("a marker rewritten by 'replace' names the run of its mod revision, not its create revision", () => {
+    const marker = { ...kv(keys.running, JSON.stringify({ runner: 'web-3:1' }), 77) };
+    marker.mod_revision = '90';
+    expect(readMarker(marker)).toEqual({ runner: 'web-3:1', token: 90n });
+    expect(readMarker(undefined)).toBeUndefined();
   });
 });
 
@@ -168,11 +198,19 @@ describe('finishRequest', () => {
     expect(put!.request_put!.lease).toBeUndefined();
     expect(decodeRecord(put!.request_put!.value)).toEqual(done);
     expect(str(del!.request_delete_range!.key)).toBe(keys.claim(FIRE));
-    // The marker goes only if it is still this run's.
-    expect(marker!.request_txn!.compare![0]).toMatchObject({ create_revision: '81' });
+    // The marker goes only if it is still this run's (a replacing claim rewrites it).
+    expect(marker!.request_txn!.compare![0]).toMatchObject({ target: 'Mod', mod_revision: '81' });
     expect(str(marker!.request_txn!.success![0]!.request_delete_range!.key)).toBe(keys.running);
     const allow = finishRequest({ keys, fireMs: FIRE, token: 81n, overlap: 'allow', record: done });
     expect(allow.success).toHaveLength(2);
+    const replace = finishRequest({
+      keys,
+      fireMs: FIRE,
+      token: 81n,
+      overlap: 'replace',
+      record: done,
+    });
+    expect(replace.success![2]!.request_txn!.compare![0]).toMatchObject({ mod_revision: '81' });
   });
 });
 

@@ -11,8 +11,9 @@
  *   run the fire again.
  * - `<prefix>j/claim/F`, the **claim**: on the runner's lease. It exists while the runner is
  *   alive and running `F`; a record that says "running" without its claim means the runner died.
- * - `<prefix>j/running`, the **running marker** (only with `overlap: 'skip'`): on the runner's
- *   lease, while a fire of `j` runs anywhere.
+ * - `<prefix>j/running`, the **running marker** (with `overlap: 'skip'` and `'replace'`): on
+ *   the runner's lease, while a fire of `j` runs anywhere. Its mod revision is the token of the
+ *   run it belongs to (`'replace'` overwrites it; `'skip'` only creates it).
  *
  * The claim is ONE transaction: if the record does not exist (and, for `overlap: 'skip'`, the
  * marker does not either), create the record, the claim and the marker. All three then have the
@@ -31,8 +32,12 @@ export type RangeRequest = Parameters<Kv['range']>[0];
 export type RangeResponse = Awaited<ReturnType<Kv['range']>>;
 type KeyValue = RangeResponse['kvs'][number];
 
-/** How a run ended. `'completed'` is node-cron's: it does not tell its coordinator which. */
-export type RunOutcome = 'ok' | 'error' | 'timed-out' | 'lost' | 'stopped' | 'completed';
+/**
+ * How a run ended. `'replaced'`: a later fire took over under `overlap: 'replace'`.
+ * `'completed'` is node-cron's when the coordinator was not told how the task ended.
+ */
+export type RunOutcome =
+  'ok' | 'error' | 'timed-out' | 'lost' | 'stopped' | 'replaced' | 'completed';
 
 /** A fire's record as stored (JSON). Tokens are not stored: they are create revisions. */
 export interface FireRecord {
@@ -84,6 +89,13 @@ const createdAt = (key: string, revision: bigint) =>
     target: 'Create',
     result: 'Equal',
     create_revision: revision.toString(),
+  }) as const;
+const modifiedAt = (key: string, revision: bigint) =>
+  ({
+    key: b(key),
+    target: 'Mod',
+    result: 'Equal',
+    mod_revision: revision.toString(),
   }) as const;
 
 export function encodeRecord(record: FireRecord): Buffer {
@@ -141,6 +153,9 @@ export interface ClaimInput {
  * this replica only, and nothing is written: a replica whose clock runs ahead reaches a fire
  * while the run of an earlier fire is still going (on time, on another replica), and must not
  * make every replica skip it. A replica that reaches the fire once no run is going claims it.
+ *
+ * With `overlap: 'replace'`, the marker is written whether it exists or not: the run it named
+ * sees its mod revision change and learns it was replaced.
  */
 export function claimRequest(input: ClaimInput): TxnRequest {
   const { keys, fireMs, overlap, runnerLease, retentionLease, record } = input;
@@ -157,8 +172,19 @@ export function claimRequest(input: ClaimInput): TxnRequest {
       failure: [{ request_range: { key: b(recordKey) } }],
     };
   }
-  const marker = { fireTime: record.fireTime, runner: record.runner };
+  const marker: Marker = {
+    fireTime: record.fireTime,
+    runner: record.runner,
+    instance: record.instance,
+  };
   writes.push({ request_put: { key: b(keys.running), value: b(JSON.stringify(marker)), lease } });
+  if (overlap === 'replace') {
+    return {
+      compare: [absent(recordKey)],
+      success: writes,
+      failure: [{ request_range: { key: b(recordKey) } }],
+    };
+  }
   return {
     compare: [absent(recordKey), absent(keys.running)],
     success: writes,
@@ -166,6 +192,37 @@ export function claimRequest(input: ClaimInput): TxnRequest {
       { request_range: { key: b(recordKey) } },
       { request_range: { key: b(keys.running) } },
     ],
+  };
+}
+
+/** The running marker's value: whose run of which fire it is. */
+export interface Marker {
+  fireTime: string;
+  runner: string;
+  /** The claiming scheduler instance (absent in markers of older versions). */
+  instance?: string;
+}
+
+/** The running marker as read: its value, and the token of the run it names. */
+export function readMarker(
+  kv: KeyValue | undefined,
+): (Partial<Marker> & { token: bigint }) | undefined {
+  if (!kv) return undefined;
+  let parsed: Partial<Marker> | undefined;
+  try {
+    parsed = JSON.parse(kv.value.toString()) as Partial<Marker>;
+  } catch {
+    parsed = undefined;
+  }
+  const field = (name: keyof Marker) =>
+    typeof parsed?.[name] === 'string' ? { [name]: parsed[name] } : {};
+  return {
+    ...field('fireTime'),
+    ...field('runner'),
+    ...field('instance'),
+    // `'replace'` overwrites the marker, which keeps its create revision: the mod revision is
+    // the token of the claim that wrote it last (for `'skip'` the two are equal).
+    token: BigInt(kv.mod_revision),
   };
 }
 
@@ -180,7 +237,8 @@ export interface Holder {
 export type ClaimResult =
   | { kind: 'claimed'; token: bigint; adopted: boolean }
   | { kind: 'claimed-elsewhere'; holder: Holder }
-  | { kind: 'overlap'; holder: Holder };
+  /** `instance`: the scheduler instance whose run the marker names, if it says. */
+  | { kind: 'overlap'; holder: Holder; instance?: string };
 
 function holderOf(kv: KeyValue | undefined): Holder {
   let parsed: { runner?: unknown; fireTime?: unknown } | undefined;
@@ -202,7 +260,12 @@ export function readClaim(res: TxnResponse, instance: string): ClaimResult {
   const kv = res.responses[0]?.response_range.kvs[0];
   if (!kv) {
     // No record, so the running marker made the claim fail: a run of the job is going.
-    return { kind: 'overlap', holder: holderOf(res.responses[1]?.response_range.kvs[0]) };
+    const marker = readMarker(res.responses[1]?.response_range.kvs[0]);
+    return {
+      kind: 'overlap',
+      holder: { runner: marker?.runner, token: marker?.token, fireTime: marker?.fireTime },
+      ...(marker?.instance === undefined ? {} : { instance: marker.instance }),
+    };
   }
   const record = decodeRecord(kv.value);
   if (record?.instance === instance && record.state === 'running') {
@@ -224,7 +287,8 @@ export interface FinishInput {
  * Records how a run ended and ends its claim, in one transaction guarded by the record's create
  * revision (the token), so it never touches a later record of the same key. The record keeps its
  * retention lease (`ignore_lease`); the claim is deleted, and the running marker only if it is
- * still this run's. Idempotent: safe to send again.
+ * still this run's (its mod revision is the token: a replacing claim rewrote it otherwise).
+ * Idempotent: safe to send again.
  */
 export function finishRequest(input: FinishInput): TxnRequest {
   const { keys, fireMs, token, overlap, record } = input;
@@ -238,10 +302,10 @@ export function finishRequest(input: FinishInput): TxnRequest {
     },
     { request_delete_range: { key: b(keys.claim(fireMs)) } },
   ];
-  if (overlap === 'skip') {
+  if (overlap !== 'allow') {
     success.push({
       request_txn: {
-        compare: [createdAt(keys.running, token)],
+        compare: [modifiedAt(keys.running, token)],
         success: [{ request_delete_range: { key: b(keys.running) } }],
         failure: [],
       },
@@ -266,6 +330,11 @@ export interface HistoryEntry {
   outcome: RunOutcome | 'running';
   durationMs?: number;
   error?: string;
+}
+
+/** A read of the running marker: is the run of `token` still the job's? */
+export function markerRequest(keys: JobKeys): RangeRequest {
+  return { key: b(keys.running) };
 }
 
 /** A read of a job's newest records and of its live claims, at one revision. */

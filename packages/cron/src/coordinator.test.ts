@@ -1,6 +1,6 @@
 import type { Leasehold } from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
-import { leaseholdRunCoordinator, parseCoordinatorKey } from './coordinator.js';
+import { leaseholdRunCoordinator, parseCoordinatorKey, type TaskContext } from './coordinator.js';
 import { isInvalidArgumentError } from './errors.js';
 
 const fakeClient = {
@@ -55,6 +55,45 @@ describe('leaseholdRunCoordinator', () => {
       () => leaseholdRunCoordinator(fakeClient, { ttl: 5 } as never),
       'options.ttl is not an option',
     );
+  });
+
+  it('refuses a non-object where options belong, a skew not under retention, and a bad task to track', async () => {
+    rejects(
+      () => leaseholdRunCoordinator(fakeClient, 'prefix' as never),
+      'options must be an object',
+    );
+    rejects(
+      () => leaseholdRunCoordinator(fakeClient, { maxClockSkewMs: 60_000, retentionSeconds: 60 }),
+      'options.maxClockSkewMs must be less than retentionSeconds (60 s = 60000 ms)',
+    );
+    rejects(
+      () => leaseholdRunCoordinator(fakeClient, { overlap: 'replace' as 'skip' }),
+      'options.overlap',
+    );
+    const c = leaseholdRunCoordinator(fakeClient);
+    await expect(c.history('t', 'limit' as never)).rejects.toSatisfy(isInvalidArgumentError);
+    await expect(c.history('t', { limt: 1 } as never)).rejects.toThrow(
+      'options.limt is not an option',
+    );
+    rejects(() => c.track('task' as never), 'task must be a node-cron ScheduledTask');
+    rejects(() => c.track({ on() {}, off() {} }), 'task.name must be');
+    rejects(() => c.claimOf('', new Date()), 'name must be');
+  });
+
+  it('a tracked task tells its listeners apart and stops listening when disposed', () => {
+    const listeners = new Map<string, (ctx: TaskContext) => void>();
+    const task = {
+      name: 't',
+      on: (event: string, fn: (ctx: TaskContext) => void) => listeners.set(event, fn),
+      off: (event: string) => listeners.delete(event),
+    };
+    const c = leaseholdRunCoordinator(fakeClient);
+    const tracking = c.track(task);
+    expect([...listeners.keys()].sort()).toEqual(['execution:failed', 'execution:finished']);
+    // An event for a fire this instance does not hold is ignored.
+    listeners.get('execution:failed')!({ date: new Date(), execution: { error: new Error('x') } });
+    tracking[Symbol.dispose]();
+    expect(listeners.size).toBe(0);
   });
 
   it('rejects a bad key or ttl from shouldRun before any I/O', async () => {

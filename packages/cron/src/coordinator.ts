@@ -8,18 +8,19 @@
 import { hostname } from 'node:os';
 import type { Leasehold, Session } from '@leasehold/core';
 import { counter } from '@leasehold/core/internal';
-import type { HistoryEntry } from './claims.js';
-import { jobKeys } from './claims.js';
+import type { HistoryEntry, RunOutcome } from './claims.js';
+import { jobKeys, recordError } from './claims.js';
 import { Claimer, type Claim } from './claimer.js';
-import { InvalidArgumentError } from './errors.js';
 import { Listeners, type ErrorEvent } from './events.js';
 import {
   defaults,
   encodeJob,
   invalid,
   limits,
+  optionsObject,
+  validateLimit,
   validatePrefix,
-  type OverlapPolicy,
+  validateSkewMs,
 } from './options.js';
 
 /** The shape node-cron 4.x expects (its own `RunCoordinator` type, restated: no node-cron types). */
@@ -39,12 +40,40 @@ export interface RunCoordinatorOptions {
    * `'allow'` (default, as node-cron's own default): fires of a task may run at once on different
    * instances. `'skip'`: a fire is refused while the task's previous fire runs on any instance.
    */
-  overlap?: OverlapPolicy;
+  overlap?: 'allow' | 'skip';
   /**
    * How long each fire's record is kept, in whole seconds; at least node-cron's `ttlMs`
    * (`distributedLease`) in any case. Default 86400.
    */
   retentionSeconds?: number;
+  /**
+   * The most instances' clocks may disagree, in milliseconds: a fire older than retention less
+   * this (by this instance's clock) is not claimed, since another instance's record of it may
+   * be gone. Default 10 000.
+   */
+  maxClockSkewMs?: number;
+}
+
+/**
+ * What `track()` needs of a node-cron 4 `ScheduledTask` (restated: no node-cron types): its
+ * name and its execution events, which node-cron emits before it calls `onComplete`.
+ */
+export interface TrackedTask {
+  name?: string;
+  on(
+    event: 'execution:finished' | 'execution:failed',
+    listener: (context: TaskContext) => void,
+  ): unknown;
+  off(
+    event: 'execution:finished' | 'execution:failed',
+    listener: (context: TaskContext) => void,
+  ): unknown;
+}
+
+/** The part of node-cron's `TaskContext` that tells which fire ended how. */
+export interface TaskContext {
+  date: Date;
+  execution?: { error?: unknown };
 }
 
 /** A claim this instance holds for a fire it is running. */
@@ -65,6 +94,12 @@ export interface LeaseholdRunCoordinator extends RunCoordinator {
   claimOf(name: string, fireTime: Date): CoordinatedClaim | undefined;
   /** The newest records of a task, as `scheduler.history()`. */
   history(name: string, options?: { limit?: number }): Promise<HistoryEntry[]>;
+  /**
+   * Records each run's real outcome for `task` (`'ok'`, or `'error'` with what it threw) instead
+   * of `'completed'`: listens to the task's `execution:finished` and `execution:failed`. Without
+   * it, node-cron tells the coordinator only that a run ended. Disposing stops listening.
+   */
+  track(task: TrackedTask): Disposable;
   /** A claim or record write failed; without listeners, a process warning (`LEASEHOLD_CRON`). */
   onError(listener: (event: ErrorEvent) => void): Disposable;
 }
@@ -95,7 +130,7 @@ export function parseCoordinatorKey(key: unknown): { name: string; fireMs: numbe
  */
 export function leaseholdRunCoordinator(
   client: Leasehold,
-  options: RunCoordinatorOptions = {},
+  options?: RunCoordinatorOptions,
 ): LeaseholdRunCoordinator {
   if (
     typeof client !== 'object' ||
@@ -104,23 +139,18 @@ export function leaseholdRunCoordinator(
   ) {
     throw invalid('client', 'a Leasehold client from connect()', client);
   }
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw invalid('options', 'an object of coordinator options', options);
-  }
-  const allowed = ['prefix', 'session', 'runner', 'overlap', 'retentionSeconds'];
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new InvalidArgumentError(
-        `options.${key} is not an option; allowed: ${allowed.join(', ')}`,
-      );
-    }
-  }
-  const prefix = validatePrefix(options.prefix ?? defaults.prefix);
-  const overlap = options.overlap ?? 'allow';
+  const o = optionsObject(
+    options,
+    ['prefix', 'session', 'runner', 'overlap', 'retentionSeconds', 'maxClockSkewMs'],
+    'an object of coordinator options',
+  ) as RunCoordinatorOptions;
+  const prefix = validatePrefix(o.prefix ?? defaults.prefix);
+  const overlap = o.overlap ?? 'allow';
   if (overlap !== 'allow' && overlap !== 'skip') {
+    // 'replace' needs the run to be told to stop: node-cron's task has no signal of its own.
     throw invalid('options.overlap', "'allow' or 'skip'", overlap);
   }
-  const retention = options.retentionSeconds ?? defaults.retentionSeconds;
+  const retention = o.retentionSeconds ?? defaults.retentionSeconds;
   if (
     !Number.isInteger(retention) ||
     retention < limits.minRetentionSeconds ||
@@ -132,17 +162,33 @@ export function leaseholdRunCoordinator(
       retention,
     );
   }
-  const runner = options.runner ?? undefined;
+  const runner = o.runner ?? undefined;
   if (runner !== undefined && (typeof runner !== 'string' || runner === '')) {
     throw invalid('options.runner', 'a non-empty string', runner);
   }
-  const session = options.session;
-  const claimer = new Claimer(client, runner ?? `${hostname()}:${process.pid}`, () => new Date());
+  const maxClockSkewMs = validateSkewMs(o.maxClockSkewMs);
+  if (maxClockSkewMs >= retention * 1000) {
+    throw invalid(
+      'options.maxClockSkewMs',
+      `less than retentionSeconds (${retention} s = ${retention * 1000} ms): a record must outlive the skew`,
+      maxClockSkewMs,
+    );
+  }
+  const session = o.session;
+  const claimer = new Claimer(
+    client,
+    runner ?? `${hostname()}:${process.pid}`,
+    () => new Date(),
+    maxClockSkewMs,
+  );
   const errors = new Listeners<ErrorEvent>();
-  const runs = counter(client, 'leasehold.cron.runs', {
-    description: 'Runs of scheduled jobs on this replica, by job and outcome',
-    unit: '{run}',
-  });
+  // Made at the first run, not here: creating a coordinator touches nothing of the client.
+  let counted: ((attributes: Record<string, string>) => void) | undefined;
+  const runs = (attributes: Record<string, string>) =>
+    (counted ??= counter(client, 'leasehold.cron.runs', {
+      description: 'Runs of scheduled jobs on this replica, by job and outcome',
+      unit: '{run}',
+    }))(attributes);
   const report = (job: string, fireMs: number | undefined, error: Error) => {
     const event = { job, error, ...(fireMs === undefined ? {} : { fireTime: new Date(fireMs) }) };
     if (errors.size > 0) return errors.emit(event);
@@ -156,7 +202,14 @@ export function leaseholdRunCoordinator(
   /** Claims asked for or held by this instance, by key: one instance never claims a key twice. */
   const claims = new Map<
     string,
-    { claim?: Claim; session?: Session; startedAt: number } | undefined
+    | {
+        claim?: Claim;
+        session?: Session;
+        startedAt: number;
+        /** Set by a tracked task's events, before node-cron calls onComplete. */
+        ended?: { outcome: RunOutcome; error?: string };
+      }
+    | undefined
   >();
 
   return {
@@ -180,6 +233,7 @@ export function leaseholdRunCoordinator(
           session: runnerSession,
         });
         if (!claim) {
+          // Claimed elsewhere, a run going on (overlap 'skip'), or too old to claim safely.
           claims.delete(key);
           return false;
         }
@@ -199,15 +253,50 @@ export function leaseholdRunCoordinator(
       claims.delete(key);
       const { name, fireMs } = parseCoordinatorKey(key);
       const lost = held.session?.signal.aborted === true;
-      runs({ job: name, outcome: lost ? 'lost' : 'completed' });
+      const ended = lost
+        ? { outcome: 'lost' as const }
+        : (held.ended ?? { outcome: 'completed' as const });
+      runs({ job: name, outcome: ended.outcome });
       await claimer.finish(
         held.claim,
-        { outcome: lost ? 'lost' : 'completed', durationMs: performance.now() - held.startedAt },
+        { ...ended, durationMs: performance.now() - held.startedAt },
         (err) => report(name, fireMs, err),
       );
     },
 
+    track(task) {
+      if (
+        typeof task !== 'object' ||
+        task === null ||
+        typeof task.on !== 'function' ||
+        typeof task.off !== 'function'
+      ) {
+        throw invalid('task', "a node-cron ScheduledTask (cron.schedule()'s result)", task);
+      }
+      const name = task.name;
+      encodeJob(name, 'task.name');
+      const ended = (outcome: RunOutcome) => (context: TaskContext) => {
+        const date = context?.date;
+        if (!(date instanceof Date) || !Number.isFinite(date.getTime())) return;
+        const held = claims.get(`${name}:${date.toISOString()}`);
+        if (!held?.claim) return;
+        const error = outcome === 'error' ? recordError(context.execution?.error) : undefined;
+        held.ended = { outcome, ...(error === undefined ? {} : { error }) };
+      };
+      const onFinished = ended('ok');
+      const onFailed = ended('error');
+      task.on('execution:finished', onFinished);
+      task.on('execution:failed', onFailed);
+      return {
+        [Symbol.dispose]() {
+          task.off('execution:finished', onFinished);
+          task.off('execution:failed', onFailed);
+        },
+      };
+    },
+
     claimOf(name, fireTime) {
+      encodeJob(name, 'name');
       if (!(fireTime instanceof Date) || !Number.isFinite(fireTime.getTime())) {
         throw invalid('fireTime', 'a valid Date (node-cron passes it as context.date)', fireTime);
       }
@@ -217,12 +306,14 @@ export function leaseholdRunCoordinator(
         : undefined;
     },
 
-    async history(name, historyOptions = {}) {
-      const limit = historyOptions.limit ?? defaults.historyLimit;
-      if (!Number.isInteger(limit) || limit < 1 || limit > limits.maxHistoryLimit) {
-        throw invalid('options.limit', `a whole number from 1 to ${limits.maxHistoryLimit}`, limit);
-      }
-      return claimer.history(name, jobKeys(prefix, name), limit);
+    async history(name, historyOptions) {
+      const keys = jobKeys(prefix, name);
+      const { limit } = optionsObject(historyOptions, ['limit']);
+      return claimer.history(
+        name,
+        keys,
+        validateLimit(limit, defaults.historyLimit, limits.maxHistoryLimit),
+      );
     },
 
     onError(listener) {

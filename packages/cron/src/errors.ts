@@ -10,7 +10,7 @@
 const BRAND = Symbol.for('leasehold.cron.error');
 
 export type CronErrorCode =
-  'INVALID_ARGUMENT' | 'SCHEDULER_STOPPED' | 'MAX_RUN_TIME' | 'LEASE_AT_RISK';
+  'INVALID_ARGUMENT' | 'SCHEDULER_STOPPED' | 'MAX_RUN_TIME' | 'LEASE_AT_RISK' | 'RUN_REPLACED';
 
 export class CronError extends Error {
   declare readonly code: CronErrorCode;
@@ -71,6 +71,28 @@ export class LeaseAtRiskError extends CronError {
   }
 }
 
+/**
+ * The reason on a run's `signal` under `overlap: 'replace'` when a later fire of its job was
+ * claimed (on any replica): that run goes on instead. `by` is the replacing run's fire, runner
+ * and token, when the running marker said.
+ */
+export class RunReplacedError extends CronError {
+  constructor(
+    readonly job: string,
+    readonly fireTime: Date,
+    readonly by: { fireTime?: string; runner?: string; token?: bigint },
+  ) {
+    const who =
+      by.fireTime === undefined
+        ? 'a later run'
+        : `the run of ${by.fireTime}${by.runner === undefined ? '' : ` on ${JSON.stringify(by.runner)}`}${by.token === undefined ? '' : ` (token ${by.token})`}`;
+    super(
+      'RUN_REPLACED',
+      `the run of job ${JSON.stringify(job)} for the fire at ${fireTime.toISOString()} was replaced by ${who} (overlap: 'replace')`,
+    );
+  }
+}
+
 function hasCode(err: unknown, code?: CronErrorCode): boolean {
   if (typeof err !== 'object' || err === null || !(BRAND in err)) return false;
   return code === undefined || (err as Record<symbol, unknown>)[BRAND] === code;
@@ -85,3 +107,5 @@ export const isMaxRunTimeError = (err: unknown): err is MaxRunTimeError =>
   hasCode(err, 'MAX_RUN_TIME');
 export const isLeaseAtRiskError = (err: unknown): err is LeaseAtRiskError =>
   hasCode(err, 'LEASE_AT_RISK');
+export const isRunReplacedError = (err: unknown): err is RunReplacedError =>
+  hasCode(err, 'RUN_REPLACED');

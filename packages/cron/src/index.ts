@@ -5,6 +5,8 @@ export {
   type RunCoordinator,
   type RunCoordinatorOptions,
   type CoordinatedClaim,
+  type TaskContext,
+  type TrackedTask,
 } from './coordinator.js';
 export type { Attempt, ScheduleSpec } from './fires.js';
 export type { HistoryEntry, Holder, RunOutcome } from './claims.js';

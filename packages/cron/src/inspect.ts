@@ -8,7 +8,14 @@ import type { Leasehold } from '@leasehold/core';
 import { kvCall } from '@leasehold/core/internal';
 import { historyRequest, jobKeys, readHistory, type HistoryEntry } from './claims.js';
 import { parseSchedule, type ScheduleSpec } from './fires.js';
-import { defaults, invalid, validatePrefix } from './options.js';
+import {
+  defaults,
+  invalid,
+  limits,
+  optionsObject,
+  validateLimit,
+  validatePrefix,
+} from './options.js';
 
 /** A job's schedule as a replica that runs it wrote it (on that replica's lease). */
 export interface Announcement {
@@ -48,16 +55,18 @@ export const announcementKey = (prefix: string, job: string, leaseId: bigint): s
 /** Reads every job under the prefix: schedule, next fire and newest records. */
 export async function inspectJobs(
   client: Leasehold,
-  options: InspectJobsOptions = {},
+  options?: InspectJobsOptions,
 ): Promise<JobReport[]> {
-  if (typeof options !== 'object' || options === null) {
-    throw invalid('options', 'an object { prefix?, limit? }', options);
+  if (
+    typeof client !== 'object' ||
+    client === null ||
+    typeof (client as Partial<Leasehold>).sharedSession !== 'function'
+  ) {
+    throw invalid('client', 'a Leasehold client from connect()', client);
   }
-  const prefix = validatePrefix(options.prefix ?? defaults.prefix);
-  const limit = options.limit ?? 5;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-    throw invalid('limit', 'a whole number from 1 to 1000', limit);
-  }
+  const o = optionsObject(options, ['prefix', 'limit']) as InspectJobsOptions;
+  const prefix = validatePrefix(o.prefix ?? defaults.prefix);
+  const limit = validateLimit(o.limit, defaults.inspectLimit, limits.maxInspectLimit);
   const reports: JobReport[] = [];
   for (const job of await jobNames(client, prefix)) {
     const keys = jobKeys(prefix, job);

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { isInvalidArgumentError } from './errors.js';
-import { defaults, encodeJob, jobSettings, schedulerSettings, validateDrainMs } from './options.js';
+import {
+  defaults,
+  encodeJob,
+  jobSettings,
+  optionsObject,
+  schedulerSettings,
+  validateDrainMs,
+  validateLimit,
+} from './options.js';
 
 function rejects(fn: () => unknown, ...parts: string[]) {
   let caught: unknown;
@@ -83,21 +91,87 @@ describe('jobSettings', () => {
     );
   });
 
-  it('keeps catch-up inside retention, and only with run-once', () => {
-    rejects(
-      () =>
-        jobSettings({ misfire: 'run-once', catchUpWindowMs: 60_000, retentionSeconds: 60 }, true),
-      'catchUpWindowMs',
-      'less than retentionSeconds',
-    );
+  it('catch-up only with run-once', () => {
     rejects(
       () => jobSettings({ catchUpWindowMs: 1000 }, true),
       "only used with misfire: 'run-once'",
     );
+  });
+
+  it('refuses a retention that does not outlive window + start jitter + clock skew, naming the numbers', () => {
+    // Issue 19's case: 60 s of retention, a 59 s catch-up window; replicas 9 s apart ran a fire
+    // twice once its record expired. With a stated skew of 10 s it is refused.
     rejects(
-      () => jobSettings({ lateToleranceMs: 60_000, retentionSeconds: 60 }, true),
-      'lateToleranceMs',
+      () =>
+        jobSettings({ misfire: 'run-once', catchUpWindowMs: 59_000, retentionSeconds: 60 }, true),
+      'options.retentionSeconds (60 s = 60000 ms) must be more than options.catchUpWindowMs (59000 ms) + maxClockSkewMs (10000 ms) = 69000 ms',
+      'run it twice',
     );
+    rejects(
+      () => jobSettings({ lateToleranceMs: 59_000, retentionSeconds: 60 }, true),
+      'options.lateToleranceMs (59000 ms) + maxClockSkewMs (10000 ms)',
+    );
+    rejects(
+      () =>
+        jobSettings(
+          { lateToleranceMs: 30_000, startJitterMs: 25_000, retentionSeconds: 60 },
+          true,
+          5_000,
+        ),
+      'options.lateToleranceMs (30000 ms) + startJitterMs (25000 ms) + maxClockSkewMs (5000 ms) = 60000 ms',
+    );
+    // The larger of the two windows counts under run-once.
+    rejects(
+      () =>
+        jobSettings(
+          {
+            misfire: 'run-once',
+            catchUpWindowMs: 1_000,
+            lateToleranceMs: 55_000,
+            retentionSeconds: 60,
+          },
+          true,
+        ),
+      'options.lateToleranceMs (55000 ms)',
+    );
+    // Just inside the bound is accepted; a scheduler that states a smaller skew may go further.
+    expect(
+      jobSettings({ misfire: 'run-once', catchUpWindowMs: 49_999, retentionSeconds: 60 }, true)
+        .catchUpWindowMs,
+    ).toBe(49_999);
+    expect(
+      jobSettings({ misfire: 'run-once', catchUpWindowMs: 59_000, retentionSeconds: 60 }, true, 999)
+        .catchUpWindowMs,
+    ).toBe(59_000);
+  });
+});
+
+describe('options objects', () => {
+  it.each([['fast'], [42], [null], [[]], [() => ({})], [true]])(
+    'refuses %j where an options object belongs, naming it',
+    (value) => {
+      rejects(() => optionsObject(value, ['limit']), 'options must be an object { limit? }');
+      rejects(() => jobSettings(value, true), 'options must be an object of job options');
+      rejects(() => schedulerSettings(value), 'options must be an object of scheduler options');
+    },
+  );
+
+  it('takes undefined as {}, and refuses a key that is not an option', () => {
+    expect(optionsObject(undefined, ['limit'])).toEqual({});
+    rejects(
+      () => optionsObject({ limt: 5 }, ['limit']),
+      'options.limt is not an option; allowed: limit',
+    );
+  });
+
+  it('validates limits', () => {
+    expect(validateLimit(undefined, 20, 100)).toBe(20);
+    rejects(
+      () => validateLimit(0, 20, 100),
+      'options.limit must be a whole number from 1 to 100',
+      'got 0',
+    );
+    rejects(() => validateLimit('5', 20, 100), '"5"');
   });
 });
 
@@ -121,6 +195,9 @@ describe('schedulerSettings', () => {
     );
     rejects(() => schedulerSettings({ clock: () => new Date() }), 'options.clock is not an option');
     rejects(() => schedulerSettings(7), 'options must be an object');
+    rejects(() => schedulerSettings({ maxClockSkewMs: -1 }), 'options.maxClockSkewMs', '-1');
+    expect(schedulerSettings({ maxClockSkewMs: 0 }).maxClockSkewMs).toBe(0);
+    expect(schedulerSettings(undefined).maxClockSkewMs).toBe(10_000);
   });
 
   it('validates drainMs', () => {

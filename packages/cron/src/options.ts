@@ -38,6 +38,14 @@ export const defaults = {
   drainMs: 10_000,
   /** How many records `history()` returns. */
   historyLimit: 20,
+  /**
+   * The most two replicas' wall clocks may disagree. Records outlive every claim a replica
+   * whose clock lags by this much could still make (see `retentionSeconds`); NTP keeps hosts
+   * within milliseconds, and a host 10 s off is misconfigured.
+   */
+  maxClockSkewMs: 10_000,
+  /** How many records `inspectJobs()` returns per job. */
+  inspectLimit: 5,
 } as const;
 
 /** Internal limits, with the reason for each. */
@@ -60,16 +68,24 @@ export const limits = {
   /** Error messages kept in a record. */
   maxErrorChars: 1_024,
   maxHistoryLimit: 10_000,
+  maxInspectLimit: 1_000,
+  /**
+   * How often a run under `overlap: 'replace'` reads the job's running marker to learn that a
+   * later fire replaced it on another replica: one small read per second per such run.
+   */
+  replaceCheckMs: 1_000,
 } as const;
 
-export type OverlapPolicy = 'skip' | 'allow';
+export type OverlapPolicy = 'skip' | 'allow' | 'replace';
 export type MisfirePolicy = 'skip' | 'run-once';
 
 /** Options of one scheduled job. */
 export interface JobOptions {
   /**
    * `'skip'` (default): a fire is skipped (reason `'overlap'`) while this job's previous run is
-   * still going on any replica. `'allow'`: runs of different fires may overlap.
+   * still going on any replica. `'allow'`: runs of different fires may overlap. `'replace'`: a
+   * fire aborts the signal of the run going on (`RunReplacedError`) and runs; its token is higher,
+   * so a fenced store refuses the replaced run's writes once the new run has written.
    */
   overlap?: OverlapPolicy;
   /**
@@ -117,6 +133,11 @@ export interface SchedulerOptions {
    * clock); leave it out in production. Default `() => new Date()`.
    */
   now?: () => Date;
+  /**
+   * The most two replicas' clocks may disagree, in milliseconds. `schedule()` refuses a job whose
+   * records would not outlive every claim a replica this far behind could make. Default 10 000.
+   */
+  maxClockSkewMs?: number;
 }
 
 export function describe(value: unknown): string {
@@ -174,15 +195,38 @@ export function validatePrefix(value: unknown): string {
   );
 }
 
-/** Rejects keys that are not options: a misspelt option must not silently fall back. */
-function checkKeys(name: string, options: object, allowed: readonly string[]): void {
-  for (const key of Object.keys(options)) {
+/**
+ * An options argument: `undefined` is `{}`; anything but an object (a string, a number, an
+ * array, `null`, a function) is refused, and so is a key that is not an option, so that neither
+ * a misplaced argument nor a misspelt option silently falls back to the defaults.
+ */
+export function optionsObject(
+  value: unknown,
+  allowed: readonly string[],
+  what = `an object { ${allowed.map((k) => `${k}?`).join(', ')} }`,
+  name = 'options',
+): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(name, what, value);
+  }
+  for (const key of Object.keys(value)) {
     if (!allowed.includes(key)) {
       throw new InvalidArgumentError(
         `${name}.${key} is not an option; allowed: ${allowed.join(', ')}`,
       );
     }
   }
+  return value as Record<string, unknown>;
+}
+
+/** `{ limit? }` of `history()` and `inspectJobs()`: a whole number from 1 to `max`. */
+export function validateLimit(value: unknown, fallback: number, max: number): number {
+  const limit = value ?? fallback;
+  if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > max) {
+    throw invalid('options.limit', `a whole number from 1 to ${max}`, limit);
+  }
+  return limit as number;
 }
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
@@ -227,15 +271,15 @@ const JOB_OPTIONS = [
 
 /**
  * Validates a job's options and applies the defaults. `cron` tells whether the schedule is a
- * cron expression (a time zone means nothing for `{ everyMs }`).
+ * cron expression (a time zone means nothing for `{ everyMs }`). `maxClockSkewMs` is the
+ * scheduler's: records must outlive every claim a replica that far behind could make.
  */
-export function jobSettings(options: unknown, cron: boolean): JobSettings {
-  if (options === undefined) options = {};
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw invalid('options', 'an object of job options', options);
-  }
-  checkKeys('options', options, JOB_OPTIONS);
-  const o = options as JobOptions;
+export function jobSettings(
+  options: unknown,
+  cron: boolean,
+  maxClockSkewMs: number = defaults.maxClockSkewMs,
+): JobSettings {
+  const o = optionsObject(options, JOB_OPTIONS, 'an object of job options') as JobOptions;
   const retentionSeconds = o.retentionSeconds ?? defaults.retentionSeconds;
   if (
     !Number.isInteger(retentionSeconds) ||
@@ -259,28 +303,23 @@ export function jobSettings(options: unknown, cron: boolean): JobSettings {
     o.catchUpWindowMs ?? defaults.catchUpWindowMs,
     1,
   );
-  // A missed fire older than its record's retention could have run and been forgotten: catching
-  // it up would run it twice.
-  if (misfire === 'run-once' && catchUpWindowMs >= retentionSeconds * 1000) {
-    throw invalid(
-      'options.catchUpWindowMs',
-      `less than retentionSeconds (${retentionSeconds} s = ${retentionSeconds * 1000} ms), so a fire that ran is still on record when it is caught up`,
-      catchUpWindowMs,
-    );
-  }
   // Timers wake a few milliseconds late: a tolerance below this would miss nearly every fire.
   const lateToleranceMs = ms(
     'options.lateToleranceMs',
     o.lateToleranceMs ?? defaults.lateToleranceMs,
     limits.minLateToleranceMs,
   );
-  if (lateToleranceMs >= retentionSeconds * 1000) {
-    throw invalid(
-      'options.lateToleranceMs',
-      `less than retentionSeconds (${retentionSeconds * 1000} ms)`,
-      lateToleranceMs,
-    );
-  }
+  const startJitterMs = ms('options.startJitterMs', o.startJitterMs ?? defaults.startJitterMs, 0);
+  checkRetention({
+    retentionSeconds,
+    windowMs: misfire === 'run-once' ? Math.max(catchUpWindowMs, lateToleranceMs) : lateToleranceMs,
+    window:
+      misfire === 'run-once' && catchUpWindowMs >= lateToleranceMs
+        ? 'catchUpWindowMs'
+        : 'lateToleranceMs',
+    startJitterMs,
+    maxClockSkewMs,
+  });
   const timeZone = o.timeZone ?? defaults.timeZone;
   if (o.timeZone !== undefined && !cron) {
     throw new InvalidArgumentError(
@@ -295,25 +334,49 @@ export function jobSettings(options: unknown, cron: boolean): JobSettings {
     );
   }
   return {
-    overlap: oneOf('options.overlap', o.overlap ?? defaults.overlap, ['skip', 'allow']),
+    overlap: oneOf('options.overlap', o.overlap ?? defaults.overlap, ['skip', 'allow', 'replace']),
     misfire,
     catchUpWindowMs,
     lateToleranceMs,
     maxRunMs: o.maxRunMs === undefined ? undefined : ms('options.maxRunMs', o.maxRunMs, 1),
-    startJitterMs: ms('options.startJitterMs', o.startJitterMs ?? defaults.startJitterMs, 0),
+    startJitterMs,
     timeZone,
     retentionSeconds,
   };
 }
 
+/**
+ * A fire's record must exist as long as any replica may still claim the fire, or a replica
+ * that reaches it late would claim it again and run it twice. The record lives at least
+ * `retentionSeconds` from its claim, made when the fire came by the clock of the replica that
+ * runs furthest ahead; a replica claims the fire up to the window (+ its start jitter) after it
+ * came by its own clock, which may lag the first by `maxClockSkewMs`. So retention must exceed
+ * window + jitter + skew. (The claim itself also checks, before it is sent, that it can land
+ * before such a record expires: a stall between the plan and the claim cannot break it.)
+ */
+function checkRetention(input: {
+  retentionSeconds: number;
+  windowMs: number;
+  window: 'catchUpWindowMs' | 'lateToleranceMs';
+  startJitterMs: number;
+  maxClockSkewMs: number;
+}): void {
+  const { retentionSeconds, windowMs, window, startJitterMs, maxClockSkewMs } = input;
+  const needMs = windowMs + startJitterMs + maxClockSkewMs;
+  if (needMs < retentionSeconds * 1000) return;
+  const jitter = startJitterMs > 0 ? ` + startJitterMs (${startJitterMs} ms)` : '';
+  throw new InvalidArgumentError(
+    `options.retentionSeconds (${retentionSeconds} s = ${retentionSeconds * 1000} ms) must be more than options.${window} (${windowMs} ms)${jitter} + maxClockSkewMs (${maxClockSkewMs} ms) = ${needMs} ms: a replica whose clock lags by maxClockSkewMs could claim a fire after its record expired and run it twice; raise retentionSeconds, or lower ${window}${jitter ? ' or startJitterMs' : ''} (or the scheduler's maxClockSkewMs, if clocks are known to agree better)`,
+  );
+}
+
 /** Validated scheduler options, with defaults. */
 export function schedulerSettings(options: unknown) {
-  if (options === undefined) options = {};
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw invalid('options', 'an object of scheduler options', options);
-  }
-  checkKeys('options', options, ['prefix', 'session', 'runner', 'now']);
-  const o = options as SchedulerOptions;
+  const o = optionsObject(
+    options,
+    ['prefix', 'session', 'runner', 'now', 'maxClockSkewMs'],
+    'an object of scheduler options',
+  ) as SchedulerOptions;
   const runner = o.runner ?? `${hostname()}:${process.pid}`;
   if (typeof runner !== 'string' || runner === '' || runner.length > 1024) {
     throw invalid('options.runner', 'a non-empty string of at most 1024 characters', runner);
@@ -336,7 +399,13 @@ export function schedulerSettings(options: unknown) {
     session,
     runner,
     now: o.now ?? (() => new Date()),
+    maxClockSkewMs: validateSkewMs(o.maxClockSkewMs),
   };
+}
+
+/** `maxClockSkewMs` of the scheduler and the coordinator. */
+export function validateSkewMs(value: unknown): number {
+  return ms('options.maxClockSkewMs', value ?? defaults.maxClockSkewMs, 0);
 }
 
 /** `stop({ drainMs })`. */

@@ -13,8 +13,10 @@ import {
   InvalidArgumentError,
   LeaseAtRiskError,
   MaxRunTimeError,
+  RunReplacedError,
   SchedulerStoppedError,
   isMaxRunTimeError,
+  isRunReplacedError,
   isSchedulerStoppedError,
 } from './errors.js';
 import {
@@ -34,8 +36,10 @@ import {
   invalid,
   jobSettings,
   limits,
+  optionsObject,
   schedulerSettings,
   validateDrainMs,
+  validateLimit,
   type JobOptions,
   type JobSettings,
   type SchedulerOptions,
@@ -83,6 +87,9 @@ interface JobState {
 interface ActiveRun {
   job: string;
   fireTime: Date;
+  token: bigint;
+  /** Aborts the run's signal (`overlap: 'replace'`: a later fire of the job was claimed here). */
+  replace: (by: RunReplacedError) => void;
 }
 
 /**
@@ -137,7 +144,7 @@ export class Scheduler implements AsyncDisposable {
       unit: '{run}',
     });
     this.#settings = settings;
-    this.#claimer = new Claimer(client, settings.runner, settings.now);
+    this.#claimer = new Claimer(client, settings.runner, settings.now, settings.maxClockSkewMs);
     // A closed client can claim nothing more: stop, so the timers let the process exit.
     const onClose = () => void this.stop({ drainMs: 0 }).catch(() => undefined);
     const closed = closedSignal(client);
@@ -170,7 +177,11 @@ export class Scheduler implements AsyncDisposable {
       );
     }
     if (typeof run !== 'function') throw invalid('run', 'a function ({ token, signal }) => …', run);
-    const settings = jobSettings(options, typeof schedule === 'string');
+    const settings = jobSettings(
+      options,
+      typeof schedule === 'string',
+      this.#settings.maxClockSkewMs,
+    );
     const fires = parseSchedule(schedule, settings.timeZone, this.#nowMs());
     const state: JobState = {
       name: job,
@@ -197,15 +208,10 @@ export class Scheduler implements AsyncDisposable {
    * The newest records of `job` (any job under this prefix, scheduled here or not), newest
    * first: fire time, token, runner, attempt, outcome and duration. One linearizable read.
    */
-  async history(job: string, options: { limit?: number } = {}): Promise<HistoryEntry[]> {
+  async history(job: string, options?: { limit?: number }): Promise<HistoryEntry[]> {
     const keys = jobKeys(this.#settings.prefix, job);
-    if (typeof options !== 'object' || options === null) {
-      throw invalid('options', 'an object { limit? }', options);
-    }
-    const limit = options.limit ?? defaults.historyLimit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > limits.maxHistoryLimit) {
-      throw invalid('options.limit', `a whole number from 1 to ${limits.maxHistoryLimit}`, limit);
-    }
+    const o = optionsObject(options, ['limit']);
+    const limit = validateLimit(o.limit, defaults.historyLimit, limits.maxHistoryLimit);
     return this.#claimer.history(job, keys, limit);
   }
 
@@ -249,11 +255,8 @@ export class Scheduler implements AsyncDisposable {
    * process warning (`LEASEHOLD_DRAIN_TIMEOUT`) names it. Does not close the client or the
    * session. Idempotent: later calls wait for the first.
    */
-  async stop(options: { drainMs?: number } = {}): Promise<void> {
-    if (typeof options !== 'object' || options === null) {
-      throw invalid('options', 'an object { drainMs? }', options);
-    }
-    const drainMs = validateDrainMs(options.drainMs);
+  async stop(options?: { drainMs?: number }): Promise<void> {
+    const drainMs = validateDrainMs(optionsObject(options, ['drainMs']).drainMs);
     this.#stopping ??= (async () => {
       this.#stop.abort(new SchedulerStoppedError());
       for (const state of this.#jobs.values()) clearTimeout(state.timer);
@@ -321,6 +324,13 @@ export class Scheduler implements AsyncDisposable {
         chain = chain.then(() => this.#fire(state, fireMs, attempt));
       }
       if (plan.claims.length > 0) this.#track(chain);
+    } else if (state.settings.overlap === 'replace') {
+      // Each fire would replace the one before: of several due at once, only the latest runs.
+      const latest = plan.claims.at(-1);
+      for (const { fireMs } of plan.claims.slice(0, -1)) {
+        this.#skipped.emit({ job: state.name, fireTime: new Date(fireMs), reason: 'overlap' });
+      }
+      if (latest) this.#track(this.#fire(state, latest.fireMs, latest.attempt));
     } else {
       for (const claim of plan.claims) this.#track(this.#fire(state, claim.fireMs, claim.attempt));
     }
@@ -406,12 +416,30 @@ export class Scheduler implements AsyncDisposable {
         session,
       });
       const fireTime = new Date(fireMs);
+      if (result.kind === 'too-late') {
+        // Planned in time, but the claim could not be sent before a record of the fire made by
+        // another replica may expire (a stall, a long start jitter): it is missed here.
+        return this.#skipped.emit({ job, fireTime, reason: 'misfire' });
+      }
       if (!claim) {
         const reason = result.kind === 'overlap' ? 'overlap' : 'claimed-elsewhere';
         const holder = result.kind === 'claimed' ? undefined : result.holder;
         return this.#skipped.emit({ job, fireTime, reason, ...(holder ? { holder } : {}) });
       }
       this.#claimed.emit({ job, fireTime, token: claim.token, attempt });
+      if (settings.overlap === 'replace') {
+        // This replica's own older runs of the job learn it at once, not at their next check.
+        const by = {
+          fireTime: claim.record.fireTime,
+          runner: this.#settings.runner,
+          token: claim.token,
+        };
+        for (const run of this.#active) {
+          if (run.job === job && run.token < claim.token) {
+            run.replace(new RunReplacedError(job, run.fireTime, by));
+          }
+        }
+      }
       if (this.#stop.signal.aborted) {
         // Stopped while claiming: the job function must not run after stop() has returned.
         const ended = { outcome: 'stopped' as const, durationMs: 0 };
@@ -447,8 +475,17 @@ export class Scheduler implements AsyncDisposable {
             () => controller.abort(new MaxRunTimeError(job, fireTime, settings.maxRunMs!)),
             settings.maxRunMs,
           );
-    const active: ActiveRun = { job, fireTime };
+    const active: ActiveRun = {
+      job,
+      fireTime,
+      token: claim.token,
+      replace: (by) => {
+        if (!controller.signal.aborted) controller.abort(by);
+      },
+    };
     this.#active.add(active);
+    const replaceCheck =
+      settings.overlap === 'replace' ? this.#watchReplaced(claim, active) : undefined;
     const startedAt = performance.now();
     let threw = false;
     let error: unknown;
@@ -458,6 +495,8 @@ export class Scheduler implements AsyncDisposable {
       if (session.signal.aborted) {
         controller.abort(session.signal.reason);
         this.#lost.emit({ ...base, error: session.signal.reason as Error });
+      } else if (controller.signal.aborted && isRunReplacedError(controller.signal.reason)) {
+        // A later fire of the job was claimed before this run could start: it never starts.
       } else {
         if (this.#stop.signal.aborted) onStop();
         running = true;
@@ -472,6 +511,7 @@ export class Scheduler implements AsyncDisposable {
     } finally {
       running = false;
       clearTimeout(maxRun);
+      if (replaceCheck) clearInterval(replaceCheck);
       session.signal.removeEventListener('abort', onLost);
       this.#stop.signal.removeEventListener('abort', onStop);
     }
@@ -497,10 +537,44 @@ export class Scheduler implements AsyncDisposable {
       ...(error === undefined ? {} : { error }),
     });
   }
+
+  /**
+   * Under `overlap: 'replace'`: reads the job's running marker every `limits.replaceCheckMs`,
+   * and aborts the run's signal with `RunReplacedError` once a later claim (on any replica)
+   * rewrote it. A failed read is tried again at the next tick (the run's own lease and fencing
+   * token still protect what it writes) and reported through `onError` once until one succeeds.
+   */
+  #watchReplaced(claim: Claim, active: ActiveRun): NodeJS.Timeout {
+    let reading = false;
+    let failing = false;
+    return setInterval(() => {
+      if (reading) return;
+      reading = true;
+      this.#claimer
+        .current(claim)
+        .then(({ current, by }) => {
+          failing = false;
+          if (current) return;
+          const replacedBy = {
+            ...(by?.fireTime === undefined ? {} : { fireTime: by.fireTime }),
+            ...(by?.runner === undefined ? {} : { runner: by.runner }),
+            ...(by === undefined ? {} : { token: by.token }),
+          };
+          active.replace(new RunReplacedError(claim.job, active.fireTime, replacedBy));
+        })
+        .catch((err: Error) => {
+          if (failing) return;
+          failing = true;
+          this.#reportError(claim.job, claim.fireMs, err);
+        })
+        .finally(() => (reading = false));
+    }, limits.replaceCheckMs);
+  }
 }
 
 function outcomeOf(reason: unknown): RunOutcome {
   if (isMaxRunTimeError(reason)) return 'timed-out';
+  if (isRunReplacedError(reason)) return 'replaced';
   if (isSchedulerStoppedError(reason)) return 'stopped';
   if (isLeaseLostError(reason)) return 'lost';
   return 'stopped';
