@@ -2,15 +2,12 @@
  * Lock and election keys as @leasehold/core writes them: `<prefix><segment>/<lease id hex>`,
  * where the segment is the name with `%` → `%25` and `/` → `%2F` (core's `encodeName`), so the
  * range of `jobs` never holds the keys of `jobs/a`. Names without `/` or `%` are their own
- * segment, which is why `etcdctl lock <prefix>jobs` shares the lock `jobs`.
+ * segment, which is why `etcdctl lock <prefix>jobs` shares the lock `jobs`. The encoding is
+ * core's own (`encodeName`, shared through `@leasehold/core/internal`).
  */
+import { encodeName } from '@leasehold/core/internal';
 
-/** core's `encodeName`, without its validation (core validates when the name is used). */
-export function encodeName(name: string): string {
-  return name.replace(/%/g, '%25').replace(/\//g, '%2F');
-}
-
-/** The inverse of {@link encodeName}; other `%` sequences are left as they are. */
+/** The inverse of core's `encodeName`; other `%` sequences are left as they are. */
 export function decodeName(segment: string): string {
   return segment.replace(/%2F/gi, '/').replace(/%25/g, '%');
 }
@@ -46,16 +43,4 @@ export function parseQueueKey(prefix: string, key: string): QueueKey | undefined
 /** A lease id (decimal string or bigint, as etcd answers) in the lowercase hex of keys. */
 export function leaseHex(id: string | bigint): string {
   return BigInt(id).toString(16);
-}
-
-/** First key after every key that starts with `prefix`: the end of a prefix range. */
-export function prefixEnd(prefix: string | Buffer): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]! += 1;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]);
 }

@@ -7,9 +7,15 @@ import type { Leasehold } from './client.js';
 import { readPrefix } from './keys.js';
 
 // The helpers sibling packages share with core, so that none keeps a copy that drifts.
-export { Listeners, LossLatch } from './latch.js';
+export { checkOnRead, Listeners, LossLatch } from './latch.js';
 export { prefixEnd, rangeOf } from './keys.js';
-export { checkOptions, describe as describeValue, encodeName, invalid } from './options.js';
+export {
+  checkOptions,
+  describe as describeValue,
+  encodeName,
+  invalid,
+  LONE_SURROGATE,
+} from './options.js';
 
 /**
  * Runs one etcd KV call through a client with every check its own calls get: the client must be
@@ -73,6 +79,9 @@ export function counter(
     }
   };
 }
+
+/** The client's `callTimeoutMs`: the deadline of each etcd call it makes. */
+export const callTimeoutMs = (client: Leasehold): number => client.etcd.options.callTimeoutMs;
 
 /** Aborts when `client` is closed: a package's background work (timers, loops) stops with it. */
 export const closedSignal = (client: Leasehold): AbortSignal => client.closed;

@@ -63,22 +63,7 @@ export class LossLatch<E extends Error> {
     const controller = (this.#controller = new AbortController());
     const signal = controller.signal;
     setMaxListeners(0, signal);
-    const check = this.check;
-    if (check) {
-      const getter = (name: 'aborted' | 'reason') =>
-        Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
-      const [aborted, reason] = [getter('aborted'), getter('reason')];
-      Object.defineProperties(signal, {
-        aborted: { get: () => (check(), aborted() as boolean) },
-        reason: { get: () => (check(), reason() as unknown) },
-        throwIfAborted: {
-          value: () => {
-            check();
-            if (aborted()) throw reason();
-          },
-        },
-      });
-    }
+    if (this.check) checkOnRead(signal, this.check);
     if (this.#reason) controller.abort(this.#reason);
     return signal;
   }
@@ -122,4 +107,26 @@ export function withoutStack<E extends Error>(make: () => E): E {
   } finally {
     Error.stackTraceLimit = limit;
   }
+}
+
+/**
+ * Makes `check` run before every read of `signal`'s `aborted`, `reason` and `throwIfAborted()`,
+ * on the signal object itself: code that kept the signal from before a stalled event loop sees a
+ * loss its owner can compute (a passed deadline) on its first read, before any timer fires.
+ */
+export function checkOnRead(signal: AbortSignal, check: () => void): AbortSignal {
+  const getter = (name: 'aborted' | 'reason') =>
+    Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
+  const [aborted, reason] = [getter('aborted'), getter('reason')];
+  Object.defineProperties(signal, {
+    aborted: { get: () => (check(), aborted() as boolean) },
+    reason: { get: () => (check(), reason() as unknown) },
+    throwIfAborted: {
+      value: () => {
+        check();
+        if (aborted()) throw reason();
+      },
+    },
+  });
+  return signal;
 }

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isEtcdUnavailableError, type Leasehold, type Session } from '@leasehold/core';
-import { kvCall } from '@leasehold/core/internal';
+import { callTimeoutMs, kvCall } from '@leasehold/core/internal';
 import {
   claimRequest,
   decodeRecord,
@@ -33,22 +33,6 @@ const RETRY_MAX_MS = 1_000;
 const RETRY_FOR_MS = 10 * 60_000;
 /** After etcd answered once, a claim whose answer was lost is looked for once more this late. */
 const SETTLE_AGAIN_MS = 3_000;
-
-/**
- * The client's `callTimeoutMs`. `@leasehold/core/internal` does not export it (yet): it is read
- * from the client's internals, and a client without it is a broken contract between the two
- * packages, reported at the first claim rather than papered over with a guess.
- */
-function callTimeoutOf(client: Leasehold): number {
-  const internals = client as unknown as { etcd?: { options?: { callTimeoutMs?: unknown } } };
-  const ms = internals.etcd?.options?.callTimeoutMs;
-  if (typeof ms !== 'number' || !(ms > 0)) {
-    throw new Error(
-      '@leasehold/cron: this @leasehold/core client does not expose callTimeoutMs where cron reads it (client.etcd.options); use matching versions of the two packages',
-    );
-  }
-  return ms;
-}
 
 /** A claim not sent: it could not land before another replica's record of the fire may expire. */
 export interface TooLate {
@@ -153,7 +137,7 @@ export class Claimer {
             this.client,
             `claim of job ${JSON.stringify(job)} at ${record.fireTime}`,
             (kv, o) => kv.txn(request, o),
-            { idempotent: true, timeoutMs: Math.min(callTimeoutOf(this.client), budgetMs) },
+            { idempotent: true, timeoutMs: Math.min(callTimeoutMs(this.client), budgetMs) },
           );
           result = readClaim(res, this.instance);
         } catch (err) {

@@ -23,10 +23,20 @@ export class CronError extends Error {
   }
 }
 
-/** Bad input: the message names the value and what is allowed. Thrown where the call is made. */
+/**
+ * The brand every leasehold package's `InvalidArgumentError` carries (core's and fence's too), so
+ * each package's `isInvalidArgumentError` answers for all of them.
+ */
+const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
+
+/**
+ * Bad input: the message names the value and what is allowed. Thrown where the call is made.
+ * `isInvalidArgumentError` (this package's, core's or fence's) answers for it.
+ */
 export class InvalidArgumentError extends CronError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('INVALID_ARGUMENT', message, options);
+    Object.defineProperty(this, INVALID_ARGUMENT_BRAND, { value: true });
   }
 }
 
@@ -99,8 +109,9 @@ function hasCode(err: unknown, code?: CronErrorCode): boolean {
 }
 
 export const isCronError = (err: unknown): err is CronError => hasCode(err);
+/** Bad input to any leasehold package: cron's, core's or fence's `InvalidArgumentError`. */
 export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
-  hasCode(err, 'INVALID_ARGUMENT');
+  typeof err === 'object' && err !== null && INVALID_ARGUMENT_BRAND in err;
 export const isSchedulerStoppedError = (err: unknown): err is SchedulerStoppedError =>
   hasCode(err, 'SCHEDULER_STOPPED');
 export const isMaxRunTimeError = (err: unknown): err is MaxRunTimeError =>

@@ -1,38 +1,12 @@
 import type { Attempt } from './fires.js';
 import type { Holder, RunOutcome } from './claims.js';
-import { invalid } from './options.js';
 
 /**
- * Typed listeners for one event. A listener that throws is reported with `process.emitWarning`
- * (code `LEASEHOLD_LISTENER_ERROR`) and skipped; it never stops the others or the scheduler.
+ * Typed listeners for one event: core's (a listener that throws is reported with
+ * `process.emitWarning`, code `LEASEHOLD_LISTENER_ERROR`, and skipped; it never stops the others
+ * or the scheduler).
  */
-export class Listeners<T> {
-  readonly #set = new Set<(value: T) => void>();
-
-  add(listener: (value: T) => void): Disposable {
-    if (typeof listener !== 'function') throw invalid('listener', 'a function', listener);
-    const entry = (value: T) => listener(value);
-    this.#set.add(entry);
-    return { [Symbol.dispose]: () => void this.#set.delete(entry) };
-  }
-
-  emit(value: T): void {
-    for (const listener of [...this.#set]) {
-      try {
-        listener(value);
-      } catch (err) {
-        process.emitWarning(
-          `a @leasehold/cron event listener threw; it was skipped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
-          { code: 'LEASEHOLD_LISTENER_ERROR' },
-        );
-      }
-    }
-  }
-
-  get size(): number {
-    return this.#set.size;
-  }
-}
+export { Listeners } from '@leasehold/core/internal';
 
 /** Every event names the job and the fire. */
 export interface FireEvent {

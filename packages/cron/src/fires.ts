@@ -7,7 +7,8 @@
  */
 import { Cron } from 'croner';
 import { InvalidArgumentError } from './errors.js';
-import { describe, invalid, limits, type MisfirePolicy } from './options.js';
+import { describeValue as describe } from '@leasehold/core/internal';
+import { invalid, limits, type MisfirePolicy } from './options.js';
 
 /** When a job fires: a cron expression (read with croner), or every `everyMs` milliseconds. */
 export type ScheduleSpec = string | { everyMs: number };

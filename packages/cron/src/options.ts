@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Session } from '@leasehold/core';
 import { InvalidArgumentError } from './errors.js';
+import { describeValue as describe, LONE_SURROGATE } from '@leasehold/core/internal';
 
 /**
  * Every default in one place. Durations carry their unit in their name: `retentionSeconds` is an
@@ -140,23 +141,10 @@ export interface SchedulerOptions {
   maxClockSkewMs?: number;
 }
 
-export function describe(value: unknown): string {
-  if (typeof value === 'string') {
-    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
-  }
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'number') return String(value);
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value;
-}
-
 /** The error for bad input: names the value and what is allowed. */
 export function invalid(name: string, allowed: string, value: unknown): InvalidArgumentError {
   return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
 }
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * A job name as its key segment. `/` and `%` are escaped, so `jobs` and `jobs/a` never share a

@@ -1,6 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isLeaseLostError, type Leasehold, type Session } from '@leasehold/core';
-import { closedSignal, counter, kvCall } from '@leasehold/core/internal';
+import {
+  checkOnRead,
+  closedSignal,
+  counter,
+  describeValue as describe,
+  kvCall,
+} from '@leasehold/core/internal';
 import {
   jobKeys,
   recordError,
@@ -32,7 +38,6 @@ import { parseSchedule, planWake, type Attempt, type Fires, type ScheduleSpec } 
 import { announcementKey, type Announcement } from './inspect.js';
 import {
   defaults,
-  describe,
   invalid,
   jobSettings,
   limits,
@@ -458,7 +463,8 @@ export class Scheduler implements AsyncDisposable {
     const fireTime = new Date(claim.fireMs);
     const base = { job, fireTime, token: claim.token, attempt: claim.attempt };
     const controller = new AbortController();
-    const signal = checkedSignal(controller, () => void session.signal.aborted);
+    // Each read of the run's signal reads the session's first, which trips it past its deadline.
+    const signal = checkOnRead(controller.signal, () => void session.signal.aborted);
     let running = false;
     const onLost = () => {
       const error = session.signal.reason as Error;
@@ -578,28 +584,4 @@ function outcomeOf(reason: unknown): RunOutcome {
   if (isSchedulerStoppedError(reason)) return 'stopped';
   if (isLeaseLostError(reason)) return 'lost';
   return 'stopped';
-}
-
-/**
- * The run's signal: before every read of `aborted`, `reason` or `throwIfAborted()`, reads the
- * session's signal, which compares the clock with the lease's deadline and, if it passed, aborts
- * (and so this signal too) at once. Code that kept the signal through a stall sees the loss on
- * its first read, before any timer has fired.
- */
-function checkedSignal(controller: AbortController, check: () => void): AbortSignal {
-  const signal = controller.signal;
-  const getter = (name: 'aborted' | 'reason') =>
-    Object.getOwnPropertyDescriptor(AbortSignal.prototype, name)!.get!.bind(signal);
-  const [aborted, reason] = [getter('aborted'), getter('reason')];
-  Object.defineProperties(signal, {
-    aborted: { get: () => (check(), aborted() as boolean) },
-    reason: { get: () => (check(), reason() as unknown) },
-    throwIfAborted: {
-      value: () => {
-        check();
-        if (aborted()) throw reason();
-      },
-    },
-  });
-  return signal;
 }
