@@ -39,15 +39,21 @@ const { values: args } = parseArgs({
     json: { type: 'string' },
     members: { type: 'string', default: '1' },
     provider: { type: 'string', default: 'local' },
+    locks: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (args.help) {
   console.log(
-    'usage: pnpm bench [--quick] [--only <substring>]... [--json <file>] [--members 1|3] [--provider local|binary|container]\n' +
+    'usage: pnpm bench [--quick] [--only <substring>]... [--json <file>] [--members 1|3] [--provider local|binary|container] [--locks N (many-locks: locks held by leasehold, e.g. 100000)]\n' +
       `scenarios: ${scenarios.map((s) => s.id).join(', ')}`,
   );
   process.exit(0);
+}
+const locks = args.locks === undefined ? undefined : Number(args.locks);
+if (locks !== undefined && !(Number.isInteger(locks) && locks >= 1 && locks <= 1_000_000)) {
+  console.error(`--locks must be an integer from 1 to 1000000, got ${args.locks}`);
+  process.exit(2);
 }
 const members = Number(args.members);
 if (members !== 1 && members !== 3) {
@@ -73,6 +79,8 @@ const ctx = {
   log,
   /** The full run's value, or the quick run's. */
   scale: (full, quick) => (args.quick ? quick : full),
+  /** `--locks`: how many locks many-locks holds with leasehold (default: its own). */
+  locks,
   /** A key prefix no other scenario or run uses. */
   prefix: (name) => `/bench/${name}-${Math.random().toString(36).slice(2, 8)}/`,
 };

@@ -74,7 +74,7 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
       replicaEnv(endpoints, prefix, { TTL_SECONDS: '2', ...db.env(), ...extra }),
     );
 
-  it('three replicas on a 1 s schedule: each of at least 30 fires runs exactly once', async () => {
+  it('three replicas on a 1 s schedule: each of at least 15 fires runs exactly once', async () => {
     const prefix = cronPrefix('once');
     const job = 'every-second';
     const replicas = await Promise.all(['a', 'b', 'c'].map((n) => start(n, prefix)));
@@ -91,7 +91,7 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
         }),
       ),
     );
-    await waitForFires(() => db.rows(job), 32, '32 fires run', 90_000);
+    await waitForFires(() => db.rows(job), 17, '17 fires run', 60_000);
     for (const exit of await Promise.all(replicas.map((p) => p.terminate()))) {
       expect(exit).toEqual({ code: 0, signal: null });
     }
@@ -105,7 +105,7 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
     }
     expect(counts.duplicates).toBe(0);
     expect(counts.missing).toEqual([]);
-    expect(counts.fires).toBeGreaterThanOrEqual(30);
+    expect(counts.fires).toBeGreaterThanOrEqual(15);
     // Tokens are create revisions: a later fire's claim has a larger one.
     for (let i = 1; i < rows.length; i++)
       expect(rows[i]!.token).toBeGreaterThan(rows[i - 1]!.token);

@@ -8,7 +8,7 @@ import { sleep } from '../lib/stats.mjs';
 import { startWorker } from '../lib/workers.mjs';
 
 export const id = 'many-locks';
-export const title = '10,000 locks on one session, and memory per held lock';
+export const title = 'many locks on one session (10,000; --locks N), and memory per held lock';
 
 const CONCURRENCY = 16;
 
@@ -44,10 +44,13 @@ async function measure(ctx, lib, count, prefix) {
 }
 
 export async function run(ctx) {
-  const count = ctx.scale(10_000, 300);
+  // `--locks 100000` holds that many with leasehold; etcd3, a lease and a stream per lock, is
+  // measured at most at 10,000 (its acquire rate and memory per lock are the baseline).
+  const count = ctx.locks ?? ctx.scale(10_000, 300);
+  const baseline = Math.min(count, ctx.scale(10_000, 300));
   const prefix = ctx.prefix('many');
   const leasehold = await measure(ctx, 'leasehold', count, prefix);
-  const etcd3 = await measure(ctx, 'etcd3', count, prefix);
+  const etcd3 = await measure(ctx, 'etcd3', baseline, prefix);
   const failed = (m) =>
     m.failed ? { note: `gave up after ${m.held} of ${count} locks: ${m.failed}` } : {};
   const row = (name, m, extra) => ({
@@ -68,23 +71,29 @@ export async function run(ctx) {
     heapBytesPerLock: Math.round(m.heapPerLock),
   });
   return [
-    judged(row(`${count} locks: etcd3 Lock (a lease each)`, etcd3), 1, 'baseline'),
+    judged(row(`${baseline} locks: etcd3 Lock (a lease each)`, etcd3), 1, 'baseline'),
     judged(
       row(`${count} locks on one leasehold session`, leasehold),
       leasehold.acquiresPerSec / etcd3.acquiresPerSec,
-      'keep: ≥1× etcd3 acquires/s, 1 stream',
-      1,
+      '≥3× etcd3 acquires/s, 1 stream, etcd ≤5% CPU holding',
+      3,
       { atLeast: true },
     ),
     judged(mem('client memory per held lock: etcd3 Lock', etcd3), 1, 'baseline'),
-    judged(
-      mem('client memory per held lock: leasehold', leasehold),
-      leasehold.heapPerLock / etcd3.heapPerLock,
-      'report (heap ratio)',
-    ),
+    {
+      ...judged(
+        mem('client memory per held lock: leasehold', leasehold),
+        leasehold.heapPerLock / etcd3.heapPerLock,
+        '≤2 KiB heap per lock',
+      ),
+      met: leasehold.heapPerLock <= 2048,
+    },
   ].map((r) =>
     r.name.includes('leasehold session')
-      ? { ...r, met: r.met && leasehold.streams <= 1 && !leasehold.failed }
+      ? {
+          ...r,
+          met: r.met && leasehold.streams <= 1 && !leasehold.failed && leasehold.cpuHolding <= 5,
+        }
       : r,
   );
 }
