@@ -16,7 +16,11 @@ try {
   const before = heap();
   const locks = [];
   for (let i = 0; i < n; i += 100) {
-    locks.push(...(await Promise.all(Array.from({ length: Math.min(100, n - i) }, (_, j) => client.acquire(`lock-${i + j}`)))));
+    locks.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(100, n - i) }, (_, j) => client.acquire(`lock-${i + j}`)),
+      )),
+    );
   }
   const after = heap();
   console.log(`${n} held locks: ${((after - before) / n / 1024).toFixed(2)} KiB heap per lock`);

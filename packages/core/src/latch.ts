@@ -18,7 +18,8 @@ export class Listeners<T> {
   }
 
   emit(value: T): void {
-    for (const listener of [...this.#set]) {
+    if (this.#set.size === 0) return;
+    for (const listener of this.#set.size === 1 ? this.#set : [...this.#set]) {
       try {
         listener(value);
       } catch (err) {
@@ -55,6 +56,8 @@ export class LossLatch<E extends Error> {
   #controller: AbortController | undefined;
   #listeners: Listeners<E> | undefined;
   #reason: E | undefined;
+  /** A reason not made yet (see `trip`): made when something reads it. */
+  #make: (() => E) | undefined;
 
   constructor(private readonly check?: () => void) {}
 
@@ -64,28 +67,45 @@ export class LossLatch<E extends Error> {
     const signal = controller.signal;
     setMaxListeners(0, signal);
     if (this.check) checkOnRead(signal, this.check);
-    if (this.#reason) controller.abort(this.#reason);
+    const reason = this.reason;
+    if (reason) controller.abort(reason);
     return signal;
   }
 
   /** The reason it tripped with, without running `check`. */
   get reason(): E | undefined {
+    if (this.#make) {
+      this.#reason = this.#make();
+      this.#make = undefined;
+    }
     return this.#reason;
   }
 
-  /** Trips the latch; later calls are ignored. Returns whether this call tripped it. */
-  trip(reason: E): boolean {
-    if (this.#reason) return false;
-    this.#reason = reason;
-    this.#controller?.abort(reason);
+  /** Whether it has tripped, without making a reason not made yet. */
+  get tripped(): boolean {
+    return this.#reason !== undefined || this.#make !== undefined;
+  }
+
+  /**
+   * Trips the latch; later calls are ignored. Returns whether this call tripped it. A function
+   * is called for the reason only when something needs it (a signal made, a listener, a read):
+   * a release nobody watches makes no error.
+   */
+  trip(reason: E | (() => E)): boolean {
+    if (this.tripped) return false;
+    if (typeof reason === 'function') this.#make = reason;
+    else this.#reason = reason;
+    if (!this.#controller && !this.#listeners) return true;
+    const made = this.reason!;
+    this.#controller?.abort(made);
     const listeners = this.#listeners;
     this.#listeners = undefined;
-    listeners?.emit(reason);
+    listeners?.emit(made);
     return true;
   }
 
   on(listener: (reason: E) => void): Disposable {
-    const reason = this.#reason;
+    const reason = this.reason;
     if (reason === undefined) return (this.#listeners ??= new Listeners<E>()).add(listener);
     const late = new Listeners<E>();
     const disposable = late.add(listener);

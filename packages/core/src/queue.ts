@@ -402,9 +402,9 @@ export class Entry {
    */
   end(what: 'release' | 'resign', reason: () => Error): boolean {
     let ended = false;
-    if (!this.#end.reason) {
+    if (!this.#end.tripped) {
       this.#endedBy = 'owner';
-      ended = this.#end.trip(reason());
+      ended = this.#end.trip(reason);
     }
     void this.remove(what).catch(() => undefined);
     return ended;
