@@ -439,12 +439,12 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
       tx.query(update.text, update.values),
     );
     await fencedQuery(pool, { resource: 'c', token: 2n, table: fences }, update);
-    // withFence's idle bound and claim, fencedQuery's advance.
-    expect(await prepared()).toBe(3);
+    // withFence's claim (which sets the idle bound), fencedQuery's advance.
+    expect(await prepared()).toBe(2);
     await withFence(pool, { resource: 'c', token: 3n, table: fences }, (tx) =>
       tx.query(update.text, update.values),
     );
-    expect(await prepared()).toBe(3);
+    expect(await prepared()).toBe(2);
     // Gone behind the package's back: the next calls prepare them again and succeed.
     await pool.query('DEALLOCATE ALL');
     await withFence(pool, { resource: 'c', token: 4n, table: fences }, (tx) =>

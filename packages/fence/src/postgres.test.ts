@@ -171,20 +171,23 @@ describe('postgres withFence', () => {
       return 'done';
     });
     expect(result).toBe('done');
+    // The session's own idle bound (read once per connection; the fake answers none), then
+    // BEGIN and the claim, which sets this transaction's bound too, in one round trip.
     expect(queries.map((q) => q.sql.split(' ')[0])).toEqual([
+      'SELECT',
       'BEGIN',
-      'WITH',
       'INSERT',
       'UPDATE',
       'COMMIT',
     ]);
+    expect(queries[0]?.sql).toContain('FROM pg_settings');
     expect(typeChecks).toEqual([['"leasehold_fence"', 'token']]);
-    // The idle bound, for this transaction only, in the same round trip as BEGIN and the claim.
-    expect(queries[1]?.sql).toContain("set_config('idle_in_transaction_session_timeout'");
-    expect(queries[1]?.params).toEqual(['10000']);
-    expect(queries[2]?.params).toEqual(['orders', '5']);
+    expect(queries[2]?.params).toEqual(['orders', '5', '10000']);
     expect(queries[2]?.sql).not.toMatch(/\b5\b/);
-    expect(queries[2]?.sql).toContain('VALUES ($1, $2::int8)');
+    expect(queries[2]?.sql).toContain(
+      "set_config('idle_in_transaction_session_timeout', $3, true)",
+    );
+    expect(queries[2]?.sql).toContain('SELECT $1, $2::int8');
     expect(queries[2]?.sql).toContain('SET token = GREATEST("fence".token, $2::int8)');
     expect(queries[2]?.sql).toContain('RETURNING CAST(token AS text)');
   });

@@ -174,7 +174,7 @@ export async function withFence<T>(
   const idleMs = idleTimeoutOf(options);
   checkFunction('statements', statements);
   const table = options.table ?? postgresDefaults.fenceTable;
-  const claim = sql.fenceClaimSQL(table).claim;
+  const claims = sql.fenceClaimSQL(table);
   if (!isPool(db) && inFence.has(db)) {
     throw new InvalidArgumentError(
       "invalid db: this client is already inside withFence (a nested or concurrent call on one client would share, and commit, the other call's transaction); allowed: a pool, or a client not inside withFence",
@@ -190,12 +190,17 @@ export async function withFence<T>(
   client.on('error', onError);
   try {
     await checkTokenColumn(db, table, 'token', client);
+    const bound = await idleBoundFor(client, idleMs);
     let began = false;
     try {
-      const [, , claimed] = await batchPrepared(client, [
+      // The claim sets the transaction's idle bound too, when it must: still one statement.
+      const [claim, values] =
+        bound === undefined
+          ? [claims.claim, [resource, token.toString()]]
+          : [claims.claimBounded, [resource, token.toString(), String(bound)]];
+      const [, claimed] = await batchPrepared(client, [
         { text: 'BEGIN', values: [] },
-        { text: IDLE_BOUND, values: [String(idleMs)], name: statementName(IDLE_BOUND) },
-        { text: claim, values: [resource, token.toString()], name: statementName(claim) },
+        { text: claim, values, name: statementName(claim) },
       ]).catch((err: unknown) => {
         // BEGIN ran unless it was the statement that failed; the error is pg's own.
         began = !(err instanceof BatchError && err.index === 0);
@@ -224,22 +229,27 @@ export async function withFence<T>(
   }
 }
 
+/** The session's own idle bound (ms, 0 for none), read once per connection. */
+const SESSION_BOUND =
+  "SELECT setting::bigint AS ms FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'";
+const sessionBounds = new WeakMap<object, number>();
+
 /**
- * Sets the idle bound for the current transaction only (`SET LOCAL` takes no parameters), never
- * looser than the session's own (a role's or the server's stricter setting stays); 0 leaves the
- * session's as it is. PostgreSQL shows the setting with a unit (`1s`, `1500ms`, `10min`).
+ * The bound to set for this transaction, or undefined when the session's own is already as
+ * strict (a role's or the server's stricter setting stays; 0 leaves the session's as it is). The
+ * session's is read on a connection's first call and remembered for it: a `SET` of it later on
+ * that connection is not seen.
  */
-const IDLE_BOUND = `WITH cur AS (SELECT current_setting('idle_in_transaction_session_timeout') AS v),
-ms AS (SELECT CASE
-  WHEN v ~ '^[0-9]+$' THEN v::bigint
-  WHEN v ~ 'ms$' THEN left(v, -2)::bigint
-  WHEN v ~ 'min$' THEN left(v, -3)::bigint * 60000
-  WHEN v ~ 's$' THEN left(v, -1)::bigint * 1000
-  WHEN v ~ 'h$' THEN left(v, -1)::bigint * 3600000
-  WHEN v ~ 'd$' THEN left(v, -1)::bigint * 86400000
-  ELSE 0 END AS n FROM cur)
-SELECT set_config('idle_in_transaction_session_timeout',
-  CASE WHEN n > 0 AND ($1::bigint = 0 OR n < $1::bigint) THEN n::text ELSE $1::bigint::text END, true) FROM ms`;
+async function idleBoundFor(client: ClientBase, optionMs: number): Promise<number | undefined> {
+  if (optionMs === 0) return undefined;
+  let session = sessionBounds.get(client);
+  if (session === undefined) {
+    const { rows } = await client.query<{ ms: string }>(SESSION_BOUND);
+    session = Number(rows[0]?.ms ?? 0);
+    sessionBounds.set(client, session);
+  }
+  return session > 0 && session <= optionMs ? undefined : optionMs;
+}
 
 /** Clients inside a withFence right now: a second call on one would share its transaction. */
 const inFence = new WeakSet<object>();
