@@ -215,6 +215,15 @@ export class Leasehold implements AsyncDisposable {
   }
 
   /**
+   * Every candidate of `election` now, in the order they will lead: the first is the leader.
+   * One linearizable read (in pages); a candidate finds its own place by its key or lease id.
+   */
+  async candidates(election: string): Promise<Holder[]> {
+    const { kvs } = await this.elections.candidates(encodeName(election, 'election'));
+    return kvs.map((kv) => toHolder(kv)!);
+  }
+
+  /**
    * Follows who leads `election`: first the state now, then every change, in revision order,
    * including "no leader" (`leader: undefined`) and every value a leader proclaims. Survives
    * reconnects and compaction (it reads the election again and reports what changed). Ends
@@ -226,6 +235,11 @@ export class Leasehold implements AsyncDisposable {
     checkOptions(options, ['signal']);
     this.etcd.assertUsable();
     return Observer.start(this.elections, segment, options, this.#closed.signal);
+  }
+
+  /** @internal `observe()` of an election name already encoded (for `lead()`'s onNewLeader). */
+  observeSegment(segment: string, signal: AbortSignal): AsyncIterable<LeaderState> {
+    return Observer.start(this.elections, segment, { signal }, this.#closed.signal);
   }
 
   /**

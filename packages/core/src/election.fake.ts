@@ -5,6 +5,7 @@
 import { fakeClock, flush } from './clock.fake.js';
 import { fakeEtcd, fakeWatch } from './etcd.fake.js';
 import type { ElectionMaker } from './election.js';
+import { Observer } from './observe.js';
 import { Queue } from './queue.js';
 import { Session } from './session.js';
 
@@ -28,11 +29,13 @@ export async function fakeElections() {
     'election',
     () => session,
   );
+  const closed = new AbortController().signal;
   const maker: ElectionMaker = {
     elections,
     clock,
-    closed: new AbortController().signal,
+    closed,
     sharedSession: async () => session,
+    observeSegment: (segment, signal) => Observer.start(elections, segment, { signal }, closed),
   };
   return { clock, session, watch, maker, ...fake };
 }

@@ -10,6 +10,7 @@ import { Hold, lossWhy } from './hold.js';
 import { sessionFor } from './mutex.js';
 import { checkOptions, encodeName, validateDurationMs, validateValue } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
+import type { LeaderState } from './observe.js';
 import type { Session } from './session.js';
 
 export interface CampaignOptions {
@@ -31,6 +32,8 @@ export interface ElectionMaker {
   /** Aborts when the client is closed. */
   readonly closed: AbortSignal;
   sharedSession(signal?: AbortSignal): Promise<Session>;
+  /** @internal Follows the election whose key segment is `segment` (see `client.observe()`). */
+  observeSegment(segment: string, signal: AbortSignal): AsyncIterable<LeaderState>;
 }
 
 const lostError =

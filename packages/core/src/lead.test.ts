@@ -56,6 +56,50 @@ describe('lead', () => {
     expect(store.has(KEY)).toBe(false); // resigned
   });
 
+  it('onNewLeader hears every leader change while lead() runs, its own term included', async () => {
+    const { maker, store, watch } = await setup();
+    const stop = new AbortController();
+    const leaders: (string | undefined)[] = [];
+    const running = track(
+      lead(maker, 'e', 'me', ({ signal }) => new Promise((r) => (signal.onabort = r)), {
+        signal: stop.signal,
+        onNewLeader: (leader) => leaders.push(leader?.value),
+      }),
+    );
+    await flush();
+    // The fake watch delivers what the test emits: the candidacy's put, then one behind it.
+    watch.emit(...store.log.filter((e) => e.kv.key.toString() === KEY));
+    watch.emit(store.put('E/e/0', { lease: 7, value: 'other' })); // behind: no change
+    await flush();
+    stop.abort();
+    await flush();
+    expect(running.settled).toBe(true);
+    expect(leaders.at(-1)).toBe('me'); // its own term
+    expect(leaders).not.toContain('other');
+  });
+
+  it('requeue: after the work returns, it resigns and campaigns again for a new term', async () => {
+    const { maker } = await setup();
+    const stop = new AbortController();
+    const tokens: bigint[] = [];
+    const running = track(
+      lead(
+        maker,
+        'e',
+        'me',
+        ({ token }) => {
+          tokens.push(token);
+          if (tokens.length === 3) stop.abort();
+        },
+        { signal: stop.signal, requeue: true },
+      ),
+    );
+    for (let i = 0; i < 10 && !running.settled; i++) await flush();
+    expect(running).toEqual({ settled: true, value: undefined });
+    expect(tokens).toHaveLength(3);
+    expect(tokens[1]! > tokens[0]! && tokens[2]! > tokens[1]!).toBe(true);
+  });
+
   it('with recampaign false, rejects with the loss', async () => {
     const { maker, store, watch } = await setup();
     const running = track(

@@ -22,6 +22,7 @@ import {
   validateDurationMs,
   validateSignal,
 } from './options.js';
+import type { Holder } from './hold.js';
 import { assertSession, type Session } from './session.js';
 
 /** What `lead()` hands to the leader-only work of each term. */
@@ -58,6 +59,17 @@ export interface LeadOptions {
   onElected?: (leadership: Leadership) => void;
   /** Called when a term is lost, or a campaign fails and is tried again. */
   onLost?: (error: LeaseholdError) => void;
+  /**
+   * Called with the election's leader whenever it changes, whoever it is (this process or
+   * another; `undefined`: no leader), while `lead()` runs: client-go's `OnNewLeader`. It follows
+   * `client.observe()`, so it also reports a leader this process waits behind.
+   */
+  onNewLeader?: (leader: Holder | undefined) => void;
+  /**
+   * After `work` returns while still leader: resign and campaign again (true), instead of
+   * resigning and resolving (false; Curator's `autoRequeue`). Default false.
+   */
+  requeue?: boolean;
 }
 
 export type LeaderWork = (context: LeaderContext) => unknown;
@@ -82,6 +94,8 @@ export async function lead(
     'drainTimeoutMs',
     'onElected',
     'onLost',
+    'onNewLeader',
+    'requeue',
   ]);
   const who = candidate(election, value);
   if (typeof work !== 'function') throw invalid('work', 'a function to run while leader', work);
@@ -89,12 +103,14 @@ export async function lead(
   const session = options.session === undefined ? undefined : assertSession(options.session);
   const recampaign = options.recampaign ?? true;
   if (typeof recampaign !== 'boolean') throw invalid('recampaign', 'a boolean', recampaign);
+  const requeue = options.requeue ?? false;
+  if (typeof requeue !== 'boolean') throw invalid('requeue', 'a boolean', requeue);
   const drainMs = validateDurationMs(
     'drainTimeoutMs',
     options.drainTimeoutMs ?? defaults.drainTimeoutMs,
     MAX_TIMER_MS,
   );
-  for (const name of ['onElected', 'onLost'] as const) {
+  for (const name of ['onElected', 'onLost', 'onNewLeader'] as const) {
     const fn = options[name];
     if (fn !== undefined && typeof fn !== 'function') throw invalid(name, 'a function', fn);
   }
@@ -114,6 +130,14 @@ export async function lead(
   const ended = new AbortController();
   const changed = maker.elections.etcd.onChanged(() => ended.abort());
   const stopWaiting = anySignal(maker.closed, ended.signal);
+  const stopObserving = new AbortController();
+  if (options.onNewLeader) {
+    const onNewLeader = options.onNewLeader;
+    const states = maker.observeSegment(who.segment, stopObserving.signal);
+    void (async () => {
+      for await (const { leader } of states) notify(onNewLeader, leader);
+    })().catch(() => undefined); // ends with the client or another cluster: lead() says so
+  }
   try {
     for (let delay: number = tunables.retryMinMs; !shutdown?.aborted;) {
       let leadership: Leadership;
@@ -142,9 +166,11 @@ export async function lead(
       }
       await leadership.resign();
       if (end.kind === 'threw') throw end.error;
+      if (end.kind === 'returned' && requeue && !shutdown?.aborted) continue;
       return;
     }
   } finally {
+    stopObserving.abort();
     changed[Symbol.dispose]();
     release();
   }
