@@ -22,7 +22,7 @@ describe('fault suite', () => {
         faults: [...FAULT_KINDS],
         screenshot: true,
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
       const missed = FAULT_KINDS.filter((kind) => !run.injected[kind]);
       expect(missed, run.describe()).toEqual([]);
     },
@@ -41,7 +41,7 @@ describe('fault suite', () => {
         faults: [...FAULT_KINDS],
         screenshot: true,
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
     },
     8 * MINUTES,
   );

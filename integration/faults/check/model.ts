@@ -1,19 +1,41 @@
 import type { HistoryLine } from './types.js';
 
-/** A lock hold (`acquire` ok) or an election term (`campaign` ok), as its process believed it. */
+/** One read of a hold by its process (`isHeld`), with the raw deadline it was held to. */
+export interface Check {
+  at: number;
+  readAt: number;
+  held: boolean;
+  deadlineAt?: number;
+}
+
+/**
+ * A lock hold (`acquire` ok), an election term (`campaign` ok) or a cron run (`cron-run` ok), as
+ * its process believed it.
+ */
 export interface Hold {
-  kind: 'lock' | 'term';
+  kind: 'lock' | 'term' | 'cron';
   workload: string;
   process: string;
   name: string;
   token: string;
   start: number;
-  /** When the belief ended: the loss signal, the release/resign invoke, or the process's last line. */
+  /**
+   * When the belief ended: the loss signal, a read that said lost, the release/resign invoke (a
+   * cron run's end), or the process's last line.
+   */
   end: number;
-  endReason: 'lost' | 'release' | 'end-of-history';
+  endReason: 'lost' | 'read' | 'release' | 'end-of-history';
   lostAt?: number;
+  /** The `lost` line itself: its raw deadline, the SDK's reason and the process's overdue lag. */
+  lost?: HistoryLine;
   /** Local deadlines in the order the process reported them. */
   deadlines: { at: number; deadlineAt: number }[];
+  checks: Check[];
+  /** Cron runs: the fire (ms since the epoch). */
+  fireMs?: number;
+  /** The key and lease the grant reported. */
+  key?: string;
+  leaseId?: string;
   paused: boolean;
 }
 
@@ -31,6 +53,8 @@ export interface Write {
   doneAt?: number;
   outcome: WriteOutcome;
   reason?: string;
+  /** The raw local deadline when the write was sent. */
+  deadlineAt?: number;
 }
 
 /** Any operation from invoke to completion (for the timeline and the liveness demand). */
@@ -45,6 +69,10 @@ export interface Operation {
   doneAt?: number;
   type?: 'ok' | 'fail' | 'info';
   reason?: string;
+  /** The SDK's own reason on a failure (`expired-in-queue`…). */
+  detail?: string;
+  /** The raw local deadline on the completion line, if any. */
+  deadlineAt?: number;
 }
 
 export interface FaultWindow {
@@ -54,6 +82,8 @@ export interface FaultWindow {
   start: number;
   /** Undefined when the history ends before the fault's end line. */
   end?: number;
+  /** The fault's start and end lines merged (token, ms, sentAt/ackAt, delayMs, skewMs…). */
+  detail: HistoryLine;
 }
 
 export interface Model {
@@ -64,12 +94,27 @@ export interface Model {
   operations: Operation[];
   faults: FaultWindow[];
   processes: string[];
+  /** The workload each process ran (from its lines). */
+  workloadOf: Map<string, string>;
+  /** Each process's lag samples (`lag` lines), in time order. */
+  lags: Map<string, { at: number; ms: number }[]>;
+  /** Cron claims and skips, as the replicas reported them. */
+  cronEvents: HistoryLine[];
+  /** When each process said it was ready (a cron replica: its job is scheduled). */
+  readyAt: Map<string, number[]>;
+  /** When each process was told to stop (it claims nothing after that). */
+  stoppingAt: Map<string, number>;
   startAt: number;
   endAt: number;
   lastAtByProcess: Map<string, number>;
 }
 
-const PROGRESS_OPS = new Set(['deadline', 'lost']);
+const PROGRESS_OPS = new Set(['deadline', 'lost', 'check', 'lag']);
+const GRANTS: Record<string, Hold['kind']> = {
+  acquire: 'lock',
+  campaign: 'term',
+  'cron-run': 'cron',
+};
 
 export function sortHistory(history: readonly HistoryLine[]): HistoryLine[] {
   return [...history].sort(
@@ -100,6 +145,11 @@ export function buildModel(history: readonly HistoryLine[]): Model {
   const faults = new Map<string, FaultWindow>();
   const lastAtByProcess = new Map<string, number>();
   const pausedTokens = new Set<string>();
+  const workloadOf = new Map<string, string>();
+  const lags = new Map<string, { at: number; ms: number }[]>();
+  const cronEvents: HistoryLine[] = [];
+  const readyAt = new Map<string, number[]>();
+  const stoppingAt = new Map<string, number>();
 
   const openOf = (process: string): Hold[] => {
     let list = open.get(process);
@@ -122,24 +172,56 @@ export function buildModel(history: readonly HistoryLine[]): Model {
           fault: String(line.fault),
           target: String(line.target ?? ''),
           start: line.at,
+          detail: { ...line },
         });
       } else {
         const window = faults.get(id);
-        if (window) window.end = line.at;
+        if (window) {
+          window.end = line.at;
+          window.detail = { ...window.detail, ...line, at: window.start };
+        }
       }
       continue;
     }
+    if (line.op === 'lag' && typeof line.ms === 'number') {
+      let list = lags.get(line.process);
+      if (!list) lags.set(line.process, (list = []));
+      list.push({ at: line.at, ms: line.ms });
+      if (line.process === 'runner') continue;
+    }
     lastAtByProcess.set(line.process, line.at);
+    if (line.workload !== undefined && !workloadOf.has(line.process)) {
+      workloadOf.set(line.process, line.workload);
+    }
+    if (line.op === 'cron-claim' || line.op === 'cron-skip') cronEvents.push(line);
+    if (line.op === 'stopping' && !stoppingAt.has(line.process))
+      stoppingAt.set(line.process, line.at);
+    if (line.op === 'ready') {
+      let list = readyAt.get(line.process);
+      if (!list) readyAt.set(line.process, (list = []));
+      list.push(line.at);
+    }
     if (line.paused && line.token !== undefined) pausedTokens.add(`${line.process}#${line.token}`);
     const key = `${line.process}#${String(line.id)}`;
 
-    if (line.op === 'deadline' || line.op === 'lost') {
+    if (line.op === 'deadline' || line.op === 'lost' || line.op === 'check') {
       const hold = openOf(line.process).find((h) => h.token === line.token);
       if (!hold) continue;
-      if (line.op === 'deadline' && typeof line.deadlineAt === 'number') {
+      if (typeof line.deadlineAt === 'number' && line.op !== 'lost') {
         hold.deadlines.push({ at: line.at, deadlineAt: line.deadlineAt });
+      }
+      if (line.op === 'check') {
+        const check: Check = {
+          at: line.at,
+          readAt: line.readAt ?? line.at,
+          held: line.held !== false,
+        };
+        if (typeof line.deadlineAt === 'number') check.deadlineAt = line.deadlineAt;
+        hold.checks.push(check);
+        if (!check.held) close(hold, check.readAt, 'read');
       } else if (line.op === 'lost') {
         hold.lostAt = line.at;
+        hold.lost = line;
         close(hold, line.at, 'lost');
       }
       continue;
@@ -169,14 +251,15 @@ export function buildModel(history: readonly HistoryLine[]): Model {
           invokeAt: line.at,
           outcome: 'pending',
         };
+        if (typeof line.deadlineAt === 'number') write.deadlineAt = line.deadlineAt;
         writes.push(write);
         pendingWrites.set(key, write);
       }
       if (line.op === 'release' || line.op === 'resign') {
-        const kind = line.op === 'release' ? 'lock' : 'term';
+        const kinds = line.op === 'release' ? ['lock', 'cron'] : ['term'];
         const candidates = openOf(line.process).filter(
           (h) =>
-            h.kind === kind &&
+            kinds.includes(h.kind) &&
             (line.token !== undefined ? h.token === line.token : h.name === line.name),
         );
         const hold = candidates[candidates.length - 1];
@@ -193,6 +276,8 @@ export function buildModel(history: readonly HistoryLine[]): Model {
       operation.doneAt = line.at;
       operation.type = line.type;
       if (line.reason !== undefined) operation.reason = line.reason;
+      if (line.detail !== undefined) operation.detail = line.detail;
+      if (typeof line.deadlineAt === 'number') operation.deadlineAt = line.deadlineAt;
       if (line.token !== undefined) operation.token ??= line.token;
     }
     const write = pendingWrites.get(key);
@@ -202,10 +287,11 @@ export function buildModel(history: readonly HistoryLine[]): Model {
       write.outcome = outcomeOf(line);
       if (line.reason !== undefined) write.reason = line.reason;
     }
-    const op = line.op ?? operation?.op;
-    if (line.type === 'ok' && (op === 'acquire' || op === 'campaign') && line.token !== undefined) {
+    const op = String(line.op ?? operation?.op);
+    const kind = GRANTS[op];
+    if (line.type === 'ok' && kind && line.token !== undefined) {
       const hold: Hold = {
-        kind: op === 'acquire' ? 'lock' : 'term',
+        kind,
         workload: String(line.workload ?? operation?.workload ?? 'lock'),
         process: line.process,
         name: String(line.name ?? operation?.name ?? ''),
@@ -215,8 +301,12 @@ export function buildModel(history: readonly HistoryLine[]): Model {
         endReason: 'end-of-history',
         deadlines:
           typeof line.deadlineAt === 'number' ? [{ at: line.at, deadlineAt: line.deadlineAt }] : [],
+        checks: [],
         paused: Boolean(line.paused),
       };
+      if (line.fireTime !== undefined) hold.fireMs = Date.parse(line.fireTime);
+      if (line.key !== undefined) hold.key = line.key;
+      if (line.leaseId !== undefined) hold.leaseId = line.leaseId;
       holds.push(hold);
       openOf(line.process).push(hold);
     }
@@ -244,6 +334,11 @@ export function buildModel(history: readonly HistoryLine[]): Model {
     operations,
     faults: [...faults.values()],
     processes,
+    workloadOf,
+    lags,
+    cronEvents,
+    readyAt,
+    stoppingAt,
     startAt: lines[0]?.at ?? 0,
     endAt: lines[lines.length - 1]?.at ?? 0,
     lastAtByProcess,
@@ -271,4 +366,20 @@ export function compareTokens(a: string, b: string): number {
   const x = tokenValue(a);
   const y = tokenValue(b);
   return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/**
+ * The first moment at or after `t` that `process` could run its timers: `t` itself, unless a
+ * block of its event loop (a lag sample: measured when the block ended, `ms` after the tick was
+ * due) covered it, then the end of that block, and so on through blocks that follow each other
+ * within one resolution. A timer due at `t` can fire no sooner, and has no excuse to fire later.
+ */
+export function freeAfter(model: Model, process: string, t: number, resolutionMs: number): number {
+  let free = t;
+  for (const sample of model.lags.get(process) ?? []) {
+    if (sample.at <= free) continue;
+    if (sample.at - sample.ms - resolutionMs > free) break;
+    free = sample.at;
+  }
+  return free;
 }
