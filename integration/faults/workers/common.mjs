@@ -199,19 +199,20 @@ export function planHold() {
 }
 
 /**
- * The writes of one hold: rounds until `plan.ms` has passed (at least two), the even ones checked
- * first (a `check` line; when it says lost the hold ends), the odd ones not, as code that checked
- * once per round trip would not, so a holder paused or cut off between rounds sends zombie writes
- * that only the resource can refuse. `ended` aborts on the hold's loss signal. Returns once done.
+ * The writes of one hold: rounds until `plan.ms` has passed (at least two), the even ones reading
+ * the hold first (a `check` line; when it says lost the hold ends), the odd ones not, as code that
+ * checked once per round trip would not: a holder paused or cut off between rounds sends zombie
+ * writes that only the resource can refuse. The loss signal (`ended`) is heard at the start of
+ * each reading round, not in between, for the same reason. Returns once done.
  */
 export async function holdRounds(resources, token, session, isHeld, plan, ended) {
   const until = now() + plan.ms;
-  for (let round = 0; !ended.aborted && !stopSignal.aborted; round++) {
+  for (let round = 0; !stopSignal.aborted; round++) {
     const checked = round % 2 === 0 && config.fenced;
+    if (checked && ended.aborted) return;
     if (!(await writeAll(resources, token, session, checked ? isHeld : undefined))) return;
     if (round >= 1 && now() >= until) return;
-    const gap = plan.long ? random.between(config.roundGapMs) : plan.ms;
-    await pause(gap, ended);
+    await pause(plan.long ? random.between(config.roundGapMs) : plan.ms);
   }
 }
 
