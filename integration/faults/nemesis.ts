@@ -42,7 +42,7 @@ export const CLUSTER_KINDS: readonly FaultKind[] = [
   'quorum-loss',
   'replace-member',
   'wipe-member',
-  'slow-member',
+  'slow-links',
 ];
 
 export const FAULT_KINDS: readonly FaultKind[] = [...SINGLE_MEMBER_KINDS, ...CLUSTER_KINDS];
@@ -225,22 +225,26 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       end('all', { delayMs });
       return true;
     }
-    case 'slow-member': {
-      // One lock worker's link to one member slower than an attempt may take: its calls there
-      // time out and are sent again to another member, while the first copies still arrive,
-      // late, after the retries (and what followed them) have landed.
+    case 'slow-links': {
+      // One lock worker's links to every member but one slower than an attempt may take, just
+      // before it releases: its calls there time out and are retried on the fast member, while
+      // the first copies still arrive, late, after the retries (and the worker's next key) have
+      // landed. Each copy arrives a whole attempt before its cancel does.
       if (!three) return false;
-      const w = await pick(ctl, (w) => w.workload === 'lock' && w.hold !== undefined);
+      const w = await pick(
+        ctl,
+        (w) => w.workload === 'lock' && w.holdLeftMs() > 0 && w.holdLeftMs() < 300,
+      );
       if (!w) return false;
-      const index = random.between(0, cluster.members.length - 1);
-      const member = cluster.members[index]!;
-      const ms = random.between(3_000, 5_000);
-      const delayMs = ctl.attemptTimeoutMs * 2 + random.between(200, 800);
-      start(w.name, { ms, delayMs, member: member.slot });
-      w.setNetwork('delay', delayMs, index);
+      const fast = random.between(0, cluster.members.length - 1);
+      const delayMs = ctl.attemptTimeoutMs * 2 + random.between(500, 1_000);
+      const ms = delayMs + ctl.attemptTimeoutMs + random.between(500, 1_000);
+      const slow = cluster.members.map((_, i) => i).filter((i) => i !== fast);
+      start(w.name, { ms, delayMs, member: cluster.members[fast]!.slot });
+      for (const i of slow) w.setNetwork('delay', delayMs, i);
       await sleep(ms);
-      w.setNetwork('pass', undefined, index);
-      end(w.name, { delayMs, member: member.slot });
+      for (const i of slow) w.setNetwork('pass', undefined, i);
+      end(w.name, { delayMs, member: cluster.members[fast]!.slot });
       return true;
     }
     case 'compact': {

@@ -69,7 +69,6 @@ export class HistoryBuilder {
       deadlineMs?: number;
       waitedMs?: number;
       workload?: HistoryLine['workload'];
-      paused?: boolean;
     } = {},
   ): this {
     const id = `op${++this.ids}`;
@@ -78,7 +77,6 @@ export class HistoryBuilder {
     this.line(process, at - (options.waitedMs ?? 5), { type: 'invoke', op, id, workload, name });
     const ok: Partial<HistoryLine> = { op, id, workload, name, token: String(token) };
     if (options.deadlineMs !== undefined) ok.deadlineAt = T0 + at + options.deadlineMs;
-    if (options.paused) ok.paused = true;
     return this.line(process, at, { type: 'ok', ...ok });
   }
 
@@ -342,7 +340,6 @@ export function simulate(options: SimulationOptions): {
         op: 'deadline',
         token: String(mine),
         deadlineAt: T0 + pausedAt + 1400,
-        paused: true,
       });
       token += 1;
       const successor = token;

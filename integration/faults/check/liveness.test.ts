@@ -144,7 +144,7 @@ describe('liveness: progress resumes within the bound', () => {
     ).toBe(4000);
     // Measured quantities, not constants: a slow link's bound grows with its delay, a quorum
     // loss's with the TTL and the election timeout.
-    const slow = { ...window, fault: 'slow-member', detail: { ...window.detail, delayMs: 2500 } };
+    const slow = { ...window, fault: 'slow-links', detail: { ...window.detail, delayMs: 2500 } };
     expect(plansFor(slow, CONFIG)[0]?.boundMs).toBe(2500 + 1000 + 1000);
     expect(plansFor({ ...window, fault: 'quorum-loss' }, CONFIG)[0]?.boundMs).toBe(
       2000 + 3000 + 1000,

@@ -99,8 +99,8 @@ export function plansFor(fault: FaultWindow, config: CheckConfig): Plan[] {
     const boundMs = ttlMs + 3 * electionMs + attemptMs;
     return [{ measure: 'recovery', from: 'end', boundMs: override(kind, boundMs) }];
   }
-  if (kind === 'slow-member') {
-    // Bytes delayed on the slow link keep arriving for one delay after the fault ends.
+  if (kind === 'slow-links') {
+    // A call sent on a slow link just before the fault ended still waits out its delay.
     const delayMs = Number(fault.detail.delayMs ?? 0);
     return [
       { measure: 'recovery', from: 'end', boundMs: override(kind, delayMs + attemptMs + 1000) },

@@ -36,7 +36,6 @@ export interface Hold {
   /** The key and lease the grant reported. */
   key?: string;
   leaseId?: string;
-  paused: boolean;
 }
 
 export type WriteOutcome = 'ok' | 'stale' | 'lost' | 'failed' | 'unknown' | 'pending';
@@ -144,7 +143,6 @@ export function buildModel(history: readonly HistoryLine[]): Model {
   const pendingWrites = new Map<string, Write>();
   const faults = new Map<string, FaultWindow>();
   const lastAtByProcess = new Map<string, number>();
-  const pausedTokens = new Set<string>();
   const workloadOf = new Map<string, string>();
   const lags = new Map<string, { at: number; ms: number }[]>();
   const cronEvents: HistoryLine[] = [];
@@ -201,7 +199,6 @@ export function buildModel(history: readonly HistoryLine[]): Model {
       if (!list) readyAt.set(line.process, (list = []));
       list.push(line.at);
     }
-    if (line.paused && line.token !== undefined) pausedTokens.add(`${line.process}#${line.token}`);
     const key = `${line.process}#${String(line.id)}`;
 
     if (line.op === 'deadline' || line.op === 'lost' || line.op === 'check') {
@@ -302,7 +299,6 @@ export function buildModel(history: readonly HistoryLine[]): Model {
         deadlines:
           typeof line.deadlineAt === 'number' ? [{ at: line.at, deadlineAt: line.deadlineAt }] : [],
         checks: [],
-        paused: Boolean(line.paused),
       };
       if (line.fireTime !== undefined) hold.fireMs = Date.parse(line.fireTime);
       if (line.key !== undefined) hold.key = line.key;
@@ -315,9 +311,6 @@ export function buildModel(history: readonly HistoryLine[]): Model {
   for (const [process, list] of open) {
     for (const hold of [...list])
       close(hold, lastAtByProcess.get(process) ?? hold.start, 'end-of-history');
-  }
-  for (const hold of holds) {
-    if (pausedTokens.has(`${hold.process}#${hold.token}`)) hold.paused = true;
   }
   // A write's name may be left off: take it from the hold it was made under.
   for (const write of writes) {

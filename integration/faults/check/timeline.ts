@@ -50,10 +50,13 @@ export function renderTimeline(
   const shapes: string[] = [];
 
   for (const [i, lane] of lanes.entries()) {
-    const group = i > 0 && lanes[i - 1]!.workload !== lane.workload ? ' group' : '';
     shapes.push(
-      `<rect class="lane${i % 2 ? ' odd' : ''}${group}" x="0" y="${laneY(i)}" width="100%" height="${LANE_H}"/>`,
+      `<rect class="lane${i % 2 ? ' odd' : ''}" x="0" y="${laneY(i)}" width="100%" height="${LANE_H}"/>`,
     );
+    // A rule between workloads: locks, elections, cron.
+    if (i > 0 && lanes[i - 1]!.workload !== lane.workload) {
+      shapes.push(`<rect class="group" x="0" y="${laneY(i)}" width="100%" height="1"/>`);
+    }
   }
 
   // Fault windows over the lane backgrounds and under everything else.
@@ -341,7 +344,7 @@ main{display:flex;position:relative}
 .scroll{overflow-x:auto;flex:1}
 svg text{font-size:10px;fill:#555}
 .grid{stroke:#e3e3e3;stroke-width:1}
-.lane{fill:#fff}.lane.odd{fill:#f6f7f9}.lane.group{stroke:#aaa;stroke-width:1;stroke-dasharray:0}
+.lane{fill:#fff}.lane.odd{fill:#f6f7f9}.group{fill:#999}
 .fault{fill:rgba(255,170,0,.22);stroke:rgba(230,140,0,.6);stroke-width:1}
 .fault.wide{fill:rgba(90,120,255,.10);stroke:rgba(60,90,220,.45)}
 .fault-tie{fill:rgba(200,120,0,.55)}

@@ -24,7 +24,7 @@ export type FaultKind =
   | 'quorum-loss'
   | 'replace-member'
   | 'wipe-member'
-  | 'slow-member';
+  | 'slow-links';
 
 /** One line of history.jsonl: a worker's operation event or the nemesis's fault start/end. */
 export interface HistoryLine {
@@ -93,13 +93,11 @@ export interface HistoryLine {
   ackAt?: number;
   /** `clock-skew`: how far the replica's clock was moved. */
   skewMs?: number;
-  /** `delay`, `slow-member`: the delay added; `slow-member`: to which member. */
+  /** `delay`, `slow-links`: the delay added; `slow-links`: to which member. */
   delayMs?: number;
   member?: string;
   key?: string;
   leaseId?: string;
-  /** Legacy: set on holds whose process was SIGSTOPped. The checker uses fault windows. */
-  paused?: boolean;
 }
 
 /** One accepted write in a resource's commit-ordered log (logs.json). */

@@ -65,7 +65,7 @@ export const MUTANTS = [
     bug: 'release deletes without the create-revision guard',
     file: 'packages/core/src/queue.ts',
     edits: [['        compare: [guard],', '        compare: [],']],
-    runs: ['slow-member'],
+    runs: ['slow-links'],
   },
   {
     id: 'token-mod-revision',

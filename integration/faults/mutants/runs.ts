@@ -1,7 +1,7 @@
 /**
  * The short fault runs the mutation self-test uses, by name: each reaches the state one family
  * of planted bugs breaks (a holder cut off or frozen past its deadline, a key deleted under a
- * holder, two cron replicas on one schedule, a leader that proclaims, a slow link to one member).
+ * holder, two cron replicas on one schedule, a leader that proclaims, slow links to all members but one).
  */
 import type { RunOptions } from '../runner.js';
 
@@ -14,12 +14,13 @@ export const RUNS = {
   election: { workers: { election: 2 }, faults: [], durationMs: 15_000 },
   'election-partition': { workers: { election: 2 }, faults: ['partition', 'pause-holder'] },
   cron: { workers: { cron: 2 }, faults: ['clock-skew'], durationMs: 12_000 },
-  'slow-member': {
+  'slow-links': {
     members: 3,
     ttlSeconds: 4,
     workers: { lock: 3 },
-    faults: ['slow-member', 'slow-member', 'slow-member', 'slow-member'],
+    faults: ['slow-links', 'slow-links', 'slow-links', 'slow-links'],
   },
+  'unfenced-locks': { workers: { unfenced: 3 }, faults: ['pause-holder', 'pause-holder'] },
   'unfenced-pause': {
     fenced: false,
     workers: { lock: 2, election: 2 },
