@@ -32,6 +32,13 @@ export interface Timed {
 
 const now = () => performance.timeOrigin + performance.now();
 
+/** `etcdctl member list` rows, split into columns. */
+const rows = (list: string): string[][] =>
+  list
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => l.split(',').map((c) => c.trim()));
+
 export class FaultCluster implements AsyncDisposable {
   #admin: Etcd3 | undefined;
   #replaced = 0;
@@ -82,10 +89,15 @@ export class FaultCluster implements AsyncDisposable {
     return this.members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
   }
 
-  /** The member that leads now, or undefined when no running member knows one. */
+  /**
+   * The member that leads now, as most members see it (a member cut off from the others may
+   * still name itself), or undefined when no running member knows one.
+   */
   async leader(): Promise<FaultMember | undefined> {
     const all = await Promise.all(this.members.map((m) => memberStatus(m.clientUrl)));
-    const leaderId = all.find((s) => s !== undefined)?.leader;
+    const votes = new Map<string, number>();
+    for (const s of all) if (s) votes.set(s.leader, (votes.get(s.leader) ?? 0) + 1);
+    const leaderId = [...votes].sort(([, a], [, b]) => b - a)[0]?.[0];
     const index = all.findIndex((s) => s?.member === leaderId);
     return index >= 0 ? this.members[index] : undefined;
   }
@@ -144,25 +156,47 @@ export class FaultCluster implements AsyncDisposable {
   }
 
   async #remove(member: FaultMember): Promise<void> {
-    const others = this.members.filter((m) => m !== member).map((m) => m.clientUrl);
+    const others = this.#others(member);
     const list = await this.#membership(['member', 'list'], others);
     // `<hex id>, started, <name>, <peer urls>, <client urls>, <is learner>`
-    const row = list
-      .split('\n')
-      .map((l) => l.split(',').map((c) => c.trim()))
-      .find((cols) => cols[2] === member.name || cols[3] === member.peerUrl);
+    const row = rows(list).find((cols) => cols[2] === member.name || cols[3] === member.peerUrl);
     if (!row) throw new Error(`member ${member.name} is not in the member list:\n${list}`);
     await this.#membership(['member', 'remove', row[0]!], others);
+    await this.#seenByAll(others, (cols) => !cols.some((c) => c[0] === row[0]));
   }
 
   async #add(member: FaultMember): Promise<void> {
-    const others = this.members.filter((m) => m !== member).map((m) => m.clientUrl);
+    const others = this.#others(member);
     const out = await this.#membership(
       ['member', 'add', member.name, `--peer-urls=${member.peerUrl}`],
       others,
     );
+    // A member that learns the membership from a peer still behind would join under the old
+    // id (and panic on its empty log): start it once every other member lists the new one.
+    await this.#seenByAll(others, (cols) => cols.some((c) => c[3] === member.peerUrl));
     const initial = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(out)?.[1] ?? this.#initialCluster();
     await member.start(this.#initial('existing', initial));
+  }
+
+  #others(member: FaultMember): string[] {
+    return this.members.filter((m) => m !== member).map((m) => m.clientUrl);
+  }
+
+  /** Waits until each of `endpoints` (its own, local view) shows a member list that `ok`s. */
+  async #seenByAll(endpoints: string[], ok: (rows: string[][]) => boolean): Promise<void> {
+    const deadline = performance.now() + MEMBERSHIP_MS;
+    for (const endpoint of endpoints) {
+      for (;;) {
+        const list = await this.#etcdctl(['member', 'list'], [endpoint]).catch(() => undefined);
+        if (list !== undefined && ok(rows(list))) break;
+        if (performance.now() > deadline) {
+          throw new Error(
+            `${endpoint} did not see the membership change within ${MEMBERSHIP_MS} ms`,
+          );
+        }
+        await sleep(100);
+      }
+    }
   }
 
   /** The cluster's current revision (the highest any member reports). */

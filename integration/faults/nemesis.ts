@@ -305,8 +305,10 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       start(member.slot, { ms });
       cluster.partition([[member], cluster.members.filter((m) => m !== member)]);
       await sleep(ms);
+      // Who leads the majority at the end of the cut (a cut-off leader must have been replaced).
+      const leader = await cluster.leader();
       cluster.heal();
-      end(member.slot);
+      end(member.slot, { leader: leader?.slot ?? 'none' });
       return true;
     }
     case 'quorum-loss': {
@@ -317,8 +319,9 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       start('cluster', { ms });
       cluster.partition(cluster.members.map((m) => [m]));
       await sleep(ms);
+      const leader = await cluster.leader();
       cluster.heal();
-      end('cluster');
+      end('cluster', { leader: leader?.slot ?? 'none' });
       return true;
     }
     case 'replace-member':

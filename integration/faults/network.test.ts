@@ -61,6 +61,10 @@ describe('fault smoke: network and cluster', () => {
         'pause-member': 1,
         'partition-leader': 1,
       });
+      // The cut took: by its end the other two members had elected a leader of their own.
+      const cut = run.result.report.faults.windows.find((f) => f.fault === 'partition-leader')!;
+      expect(cut.detail.leader, run.describe()).toMatch(/^m\d/);
+      expect(cut.detail.leader, run.describe()).not.toBe(cut.target);
       // Both workloads (locks, the election) recover after each fault.
       const recoveries = run.result.samples.filter((s) => s.measure === 'recovery');
       expect(

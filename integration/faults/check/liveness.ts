@@ -7,8 +7,9 @@ import type { CheckConfig, Violation } from './types.js';
  *   campaign by another process of the name the target held or wanted (TTL + 1 s).
  * - recovery: measured from the fault's end, for each workload that was asking, to its first
  *   successful acquire, campaign or write (leader/member faults: election timeout + 1 s; network
- *   faults: 1 s; cluster restart or restore: 2 s): one workload's progress does not vouch for
- *   another's. Cron runs only at its fire times, so its recovery is reported, not judged.
+ *   faults: 1 s; cluster restart or restore: TTL + 2 s; the others below): one workload's
+ *   progress does not vouch for another's. Cron runs only at its fire times, so its recovery is
+ *   reported, not judged.
  * - lock-free: after a cluster restart or restore, the first acquire or campaign (TTL + 2 s).
  */
 export type Measure = 'takeover' | 'recovery' | 'lock-free';
@@ -107,8 +108,10 @@ export function plansFor(fault: FaultWindow, config: CheckConfig): Plan[] {
     ];
   }
   if (RESTART_FAULTS.has(kind)) {
+    // Keys come back with their leases, at a full TTL; a session lost to the change of cluster
+    // does not revoke its lease, so a lock held in the snapshot is free only once it expires.
     return [
-      { measure: 'recovery', from: 'end', boundMs: override(kind, 2000) },
+      { measure: 'recovery', from: 'end', boundMs: override(kind, ttlMs + 2000) },
       { measure: 'lock-free', from: 'end', boundMs: override(`${kind}:lock-free`, ttlMs + 2000) },
     ];
   }

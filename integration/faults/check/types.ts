@@ -96,6 +96,8 @@ export interface HistoryLine {
   /** `delay`, `slow-links`: the delay added; `slow-links`: to which member. */
   delayMs?: number;
   member?: string;
+  /** Member partitions (`fault-end`): the member leading at the end of the cut, or `none`. */
+  leader?: string;
   key?: string;
   leaseId?: string;
 }
