@@ -1,6 +1,7 @@
 import {
   buildModel,
   freeAfter,
+  rttAt,
   type FaultWindow,
   type Hold,
   type Model,
@@ -105,9 +106,9 @@ export function newsReaches(context: CheckContext, process: string, t: number): 
 }
 
 /**
- * A deletion fault (revoke-lease, delete-key) aimed at this hold: when it was acknowledged and
- * one measured round trip of it (the deletion happened before `ackAt`; the holder's watch gets
- * the news within about one round trip after).
+ * A deletion fault (revoke-lease, delete-key) aimed at this hold: when etcd acknowledged it (the
+ * deletion happened before) and one round trip of the holder's own to etcd as it measured it
+ * then (its watch gets the news within about that after the deletion).
  */
 export function deletionOf(
   context: CheckContext,
@@ -116,9 +117,9 @@ export function deletionOf(
   for (const fault of context.model.faults) {
     if (!DELETIONS.has(fault.fault) || fault.target !== hold.process) continue;
     if (fault.detail.token !== hold.token) continue;
-    const { sentAt, ackAt } = fault.detail;
-    if (typeof sentAt !== 'number' || typeof ackAt !== 'number') continue;
-    return { fault, ackAt, rttMs: ackAt - sentAt };
+    const { ackAt } = fault.detail;
+    if (typeof ackAt !== 'number') continue;
+    return { fault, ackAt, rttMs: rttAt(context.model, hold.process, ackAt) };
   }
   return undefined;
 }

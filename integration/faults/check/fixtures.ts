@@ -153,6 +153,11 @@ export class HistoryBuilder {
     return this.line(process, at, { type: 'info', op: 'lag', ms });
   }
 
+  /** The process's read took `ms` to come back from etcd, measured at `at`. */
+  rtt(process: string, at: number, ms: number): this {
+    return this.line(process, at, { type: 'info', op: 'rtt', ms });
+  }
+
   /** A cron replica says it is ready (its job is scheduled). */
   ready(process: string, at: number): this {
     return this.line(process, at, { type: 'info', op: 'ready', workload: 'cron', name: 'cron-a' });

@@ -97,6 +97,8 @@ export interface Model {
   workloadOf: Map<string, string>;
   /** Each process's lag samples (`lag` lines), in time order. */
   lags: Map<string, { at: number; ms: number }[]>;
+  /** Each process's round trips to etcd (`rtt` lines), in time order. */
+  rtts: Map<string, { at: number; ms: number }[]>;
   /** Cron claims and skips, as the replicas reported them. */
   cronEvents: HistoryLine[];
   /** When each process said it was ready (a cron replica: its job is scheduled). */
@@ -108,7 +110,7 @@ export interface Model {
   lastAtByProcess: Map<string, number>;
 }
 
-const PROGRESS_OPS = new Set(['deadline', 'lost', 'check', 'lag']);
+const PROGRESS_OPS = new Set(['deadline', 'lost', 'check', 'lag', 'rtt']);
 const GRANTS: Record<string, Hold['kind']> = {
   acquire: 'lock',
   campaign: 'term',
@@ -145,6 +147,7 @@ export function buildModel(history: readonly HistoryLine[]): Model {
   const lastAtByProcess = new Map<string, number>();
   const workloadOf = new Map<string, string>();
   const lags = new Map<string, { at: number; ms: number }[]>();
+  const rtts = new Map<string, { at: number; ms: number }[]>();
   const cronEvents: HistoryLine[] = [];
   const readyAt = new Map<string, number[]>();
   const stoppingAt = new Map<string, number>();
@@ -181,9 +184,10 @@ export function buildModel(history: readonly HistoryLine[]): Model {
       }
       continue;
     }
-    if (line.op === 'lag' && typeof line.ms === 'number') {
-      let list = lags.get(line.process);
-      if (!list) lags.set(line.process, (list = []));
+    if ((line.op === 'lag' || line.op === 'rtt') && typeof line.ms === 'number') {
+      const samples = line.op === 'lag' ? lags : rtts;
+      let list = samples.get(line.process);
+      if (!list) samples.set(line.process, (list = []));
       list.push({ at: line.at, ms: line.ms });
       if (line.process === 'runner') continue;
     }
@@ -329,6 +333,7 @@ export function buildModel(history: readonly HistoryLine[]): Model {
     processes,
     workloadOf,
     lags,
+    rtts,
     cronEvents,
     readyAt,
     stoppingAt,
@@ -375,4 +380,16 @@ export function freeAfter(model: Model, process: string, t: number, resolutionMs
     free = sample.at;
   }
   return free;
+}
+
+/** How many of a process's latest round-trip samples stand for its round trip now. */
+const RTT_SAMPLES = 4;
+
+/**
+ * The process's round trip to etcd as it stood at `t`: the worst of its last few samples before
+ * `t` (0 with none), so one quick read does not stand for a slow moment.
+ */
+export function rttAt(model: Model, process: string, t: number): number {
+  const before = (model.rtts.get(process) ?? []).filter((s) => s.at <= t);
+  return Math.max(0, ...before.slice(-RTT_SAMPLES).map((s) => s.ms));
 }

@@ -75,17 +75,27 @@ describe('S5: the SDK tells a holder of its loss in time', () => {
     expect(check(signalled)).toEqual([]);
   });
 
-  it('holds a deletion to its acknowledgement + one round trip + lag, not to the deadline', () => {
+  it('holds a deletion to its acknowledgement + the holder’s own round trip, not to the deadline', () => {
     const late = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })
+      .rtt('w1', 100, 8)
       .fault('delete-key', 'w1', 200, 215, { token: '5', sentAt: 201, ackAt: 211 })
       .lost('w1', 5, 400, { deadlineAt: 1500, detail: 'deleted' });
     expect(check(late)).toMatchObject([{ kind: 'late-deletion-signal', token: '5' }]);
     const onTime = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })
+      .rtt('w1', 100, 8)
       .fault('revoke-lease', 'w1', 200, 215, { token: '5', sentAt: 201, ackAt: 211 })
       .lost('w1', 5, 235, { deadlineAt: 1500, detail: 'deleted' });
     expect(check(onTime)).toEqual([]);
+    // A holder whose reads took 50 ms just then gets its news that much later.
+    const slow = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })
+      .rtt('w1', 100, 50)
+      .rtt('w1', 150, 9)
+      .fault('revoke-lease', 'w1', 200, 215, { token: '5', sentAt: 201, ackAt: 211 })
+      .lost('w1', 5, 270, { deadlineAt: 1500, detail: 'deleted' });
+    expect(check(slow)).toEqual([]);
     // A signal that never came is as late as the history is long.
     const never = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })

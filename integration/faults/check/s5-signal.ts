@@ -13,8 +13,9 @@ import type { Violation } from './types.js';
  *   measured lag, and the signal is due as soon as the process runs again, not a moment later.
  * - `unsignalled`: the hold was used (a write sent, a release) later than that, with no signal.
  * - `late-deletion-signal`: the key was deleted or the lease revoked on the server (a fault, timed
- *   by the nemesis), and the holder still believed after the acknowledgement + one measured round
- *   trip, once the runner (its proxies) and the holder could run (+ resolution).
+ *   by the nemesis), and the holder still believed after the acknowledgement + one round trip of
+ *   its own to etcd (as it measured it then), once the runner (its proxies) and the holder could
+ *   run (+ resolution).
  */
 export function checkSignals(context: CheckContext): Violation[] {
   const violations: Violation[] = [];
@@ -102,6 +103,6 @@ function deletionSignal(context: CheckContext, hold: Hold): Violation | undefine
     at: by,
     process: hold.process,
     token: hold.token,
-    message: `${deletion.fault.fault} ${deletion.fault.id} removed the key of ${what(hold)}; it ${how} ${Math.round(hold.end - ackAt)} ms after the deletion was acknowledged (allowed ${Math.round(by - ackAt)} ms: one round trip of ${Math.round(rttMs)} ms, then until the runner and the holder could run, + ${context.resolutionMs} ms)`,
+    message: `${deletion.fault.fault} ${deletion.fault.id} removed the key of ${what(hold)}; it ${how} ${Math.round(hold.end - ackAt)} ms after the deletion was acknowledged (allowed ${Math.round(by - ackAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms)`,
   };
 }

@@ -54,13 +54,22 @@ describe('S6: no two processes believe at once', () => {
     expect(check(stillHeld)[0]?.message).toContain('for 390 ms');
   });
 
-  it('allows a deletion fault’s measured round trip on top of the lag', () => {
+  it('allows the earlier holder’s own round trip after a deletion fault', () => {
     const b = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 2000 })
+      .rtt('w1', 400, 30)
       .fault('delete-key', 'w1', 500, 540, { token: '5', sentAt: 500, ackAt: 530 })
       .acquire('w2', 'L', 7, 520, { deadlineMs: 2000 })
       .lost('w1', 5, 560, { deadlineAt: 2000, detail: 'deleted' });
     expect(check(b)).toEqual([]);
+    const late = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0, { deadlineMs: 2000 })
+      .rtt('w1', 400, 30)
+      .fault('delete-key', 'w1', 500, 540, { token: '5', sentAt: 500, ackAt: 530 })
+      .acquire('w2', 'L', 7, 520, { deadlineMs: 2000 })
+      .lost('w1', 5, 700, { deadlineAt: 2000, detail: 'deleted' })
+      .release('w2', 'L', 900);
+    expect(check(late)).toMatchObject([{ rule: 'S6', process: 'w1' }]);
   });
 
   it('applies to election terms too', () => {

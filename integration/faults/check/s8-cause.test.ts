@@ -66,5 +66,11 @@ describe('S8: no hold or waiter loses its key without a cause', () => {
       detail: 'gone',
     });
     expect(check(revoked)).toEqual([]);
+    // …but not a later key that vanished for no reason.
+    const later = new HistoryBuilder()
+      .fault('revoke-lease', 'w1', 100, 150, { token: '4' })
+      .acquire('w1', 'L', 5, 1000, { deadlineMs: 2000 })
+      .lost('w1', 5, 1400, { deadlineAt: 3000, detail: 'deleted' });
+    expect(check(later)).toHaveLength(1);
   });
 });

@@ -17,21 +17,27 @@ export function checkCauses(context: CheckContext): Violation[] {
   const violations: Violation[] = [];
   const { model } = context;
   const ttlMs = context.config.ttlSeconds * 1000;
-  // A deletion explains what it overlaps; a revoked lease stays gone, so it explains every later
-  // loss of its process's session as "gone"; a restore, whatever follows it within a TTL.
-  const explained = (process: string, from: number, to: number, deadline?: number): boolean => {
+  // A deletion explains what it overlaps; a revoked lease stays gone, so it also explains every
+  // later "gone" of its process's session; a restore, whatever follows it within a TTL.
+  const explained = (
+    process: string,
+    from: number,
+    to: number,
+    detail: string,
+    deadline?: number,
+  ): boolean => {
     if (deadline !== undefined && deadline <= to) return true;
     return model.faults.some((f) => {
       const end = f.end ?? model.endAt;
       if (REWRITES.has(f.fault)) return f.start <= to && end + ttlMs >= from;
       if (!DELETIONS.has(f.fault) || f.target !== process || f.start > to) return false;
-      return f.fault === 'revoke-lease' || end >= from;
+      return end >= from || (f.fault === 'revoke-lease' && detail === 'gone');
     });
   };
   for (const hold of model.holds) {
     const detail = hold.lost?.detail;
     if (!hold.lost || hold.lostAt === undefined || !detail || !VANISHED.has(detail)) continue;
-    if (explained(hold.process, hold.start, hold.lostAt, hold.lost.deadlineAt)) continue;
+    if (explained(hold.process, hold.start, hold.lostAt, detail, hold.lost.deadlineAt)) continue;
     violations.push({
       rule: 'S8',
       at: hold.lostAt,
@@ -44,7 +50,7 @@ export function checkCauses(context: CheckContext): Violation[] {
     if (op.op !== 'acquire' && op.op !== 'campaign') continue;
     if (op.type !== 'fail' || !op.detail || !VANISHED.has(op.detail)) continue;
     const at = op.doneAt ?? op.invokeAt;
-    if (explained(op.process, op.invokeAt, at, op.deadlineAt)) continue;
+    if (explained(op.process, op.invokeAt, at, op.detail, op.deadlineAt)) continue;
     violations.push({
       rule: 'S8',
       at,

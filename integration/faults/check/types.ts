@@ -49,6 +49,7 @@ export interface HistoryLine {
     | 'deadline'
     | 'check'
     | 'lag'
+    | 'rtt'
     | 'skew'
     | 'stall'
     | 'ready'
@@ -76,7 +77,10 @@ export interface HistoryLine {
   /** `check`: what the read said, and when it began. */
   held?: boolean;
   readAt?: number;
-  /** `lag`: how late the process's ticker ran; `fault-start`: how long the fault lasts. */
+  /**
+   * `lag`: how late the process's ticker ran; `rtt`: its read's round trip to etcd; `fault-start`:
+   * how long the fault lasts.
+   */
   ms?: number;
   /** `lost`: how overdue the process's ticker was at that moment. */
   lagNow?: number;

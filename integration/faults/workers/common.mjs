@@ -100,6 +100,7 @@ export async function reconnect(client) {
     try {
       const fresh = await connect(connectOptions());
       fresh.onCleanupError(() => {});
+      probed = fresh;
       clusterChanged = false;
       emit({ type: 'info', op: 'reconnected', workload: config.workload });
       return fresh;
@@ -361,7 +362,31 @@ export async function start() {
   const resources = await openResources();
   const client = await connect(connectOptions());
   client.onCleanupError(() => {});
+  probed = client;
+  await probeRtt();
+  void probeEvery(RTT_PROBE_MS);
   return { resources, client };
+}
+
+// This process's own round trip to etcd (a read through its client: its proxy, its connection,
+// its event loop), measured every RTT_PROBE_MS and printed as `rtt` lines: how long news from etcd
+// (a watch event) takes to reach this process, for the checker's deletion bound.
+const RTT_PROBE_MS = 500;
+let probed;
+async function probeRtt() {
+  const t0 = now();
+  try {
+    await probed.holder(config.name);
+  } catch {
+    // unanswered within the call deadline: the sample is still a lower bound
+  }
+  emit({ type: 'info', op: 'rtt', ms: Math.round((now() - t0) * 10) / 10 });
+}
+async function probeEvery(ms) {
+  while (!stopSignal.aborted) {
+    await pause(ms);
+    if (!stopSignal.aborted && !clusterChanged) await probeRtt();
+  }
 }
 
 /** A hold granted: its token, raw local deadline, key, lease and planned length. */
