@@ -89,7 +89,7 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       const w = await pick(ctl, (w) => w.idleHolding());
       if (!w) return false;
       const ms = freezeMs();
-      start(w.name, { ms });
+      start(w.name, { ms, name: nameOf(w) });
       w.signal('SIGSTOP');
       await sleep(ms);
       w.signal('SIGCONT');
@@ -100,7 +100,7 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       const w = await pick(ctl, (w) => w.idleHolding());
       if (!w) return false;
       const ms = freezeMs();
-      start(w.name, { ms });
+      start(w.name, { ms, name: nameOf(w) });
       const before = w.stallsEnded;
       w.command({ cmd: 'stall', ms });
       // The stall ends when the worker says so (or the process is gone).
@@ -119,7 +119,7 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
             : (w) => w.releasing;
       const w = await pick(ctl, when, kind === 'kill-mid-release' ? 2 : 10);
       if (!w) return false;
-      start(w.name);
+      start(w.name, { name: nameOf(w) });
       ctl.markKilled(w);
       w.signal('SIGKILL');
       await w.exited;
@@ -340,6 +340,10 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
 }
 
 const now = () => performance.timeOrigin + performance.now();
+
+/** The name the worker holds, waits for or releases: what a fault on it is about. */
+const nameOf = (w: WorkerProc): string | undefined =>
+  w.hold?.line.name ?? w.waiting?.name ?? [...w.pending.values()].find((l) => l.name)?.name;
 
 /** A live worker matching `when`, chosen with the run's PRNG; waits up to `seconds`. */
 async function pick(

@@ -323,6 +323,7 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
           (RESTARTS.has(kind) ? 2_500 : 1_500),
         ...bounds,
       );
+      // After a fault on a holder (or a waiter), someone else is granted the name it was about.
       const granted = () =>
         !HOLDER_FAULTS.has(kind) ||
         history.some(
@@ -330,9 +331,12 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
             l.type === 'ok' &&
             (l.op === 'acquire' || l.op === 'campaign') &&
             l.process !== start.target &&
+            (start.name === undefined || l.name === start.name) &&
             l.at > start.at,
         );
-      await waitUntil(() => progressed(ended) && now() >= settleAt && granted(), PROGRESS_MS);
+      // That may wait for someone else's long hold (up to four TTLs) and then the target's lease.
+      const waitMs = PROGRESS_MS + (HOLDER_FAULTS.has(kind) ? ttlSeconds * 5_000 : 0);
+      await waitUntil(() => progressed(ended) && now() >= settleAt && granted(), waitMs);
       await sleep(random.between(300, 1_000));
     }
     await sleep(Math.max(1_000, endAt - now()));

@@ -45,6 +45,7 @@ export interface HistoryLine {
     | 'cron-run'
     | 'cron-claim'
     | 'cron-skip'
+    | 'cron-error'
     | 'lost'
     | 'deadline'
     | 'check'

@@ -14,6 +14,12 @@ export const RUNS = {
   election: { workers: { election: 2 }, faults: [], durationMs: 15_000 },
   'election-partition': { workers: { election: 2 }, faults: ['partition', 'pause-holder'] },
   cron: { workers: { cron: 2 }, faults: ['clock-skew'], durationMs: 12_000 },
+  'cron-leader': {
+    members: 3,
+    ttlSeconds: 4,
+    workers: { cron: 2 },
+    faults: ['pause-leader', 'pause-leader', 'pause-leader', 'kill-leader'],
+  },
   'slow-links': {
     members: 3,
     ttlSeconds: 4,

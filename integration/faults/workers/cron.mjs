@@ -72,7 +72,18 @@ async function schedule(client) {
       await pause(200);
     }
   }
-  scheduler.onError((event) => noteClusterChange(event.error));
+  scheduler.onError((event) => {
+    emit({
+      type: 'info',
+      op: 'cron-error',
+      workload,
+      name,
+      ...(event.fireTime && { fireTime: event.fireTime.toISOString() }),
+      reason: event.error?.code ?? event.error?.name,
+      message: String(event.error?.message ?? event.error),
+    });
+    noteClusterChange(event.error);
+  });
   scheduler.onLost((event) => {
     const token = event.token.toString();
     emitLost(token, event.error, sessions.get(token));
@@ -82,7 +93,19 @@ async function schedule(client) {
     emit({ type: 'info', op: 'cron-claim', ...fire(event), token: event.token.toString() }),
   );
   scheduler.onSkipped((event) =>
-    emit({ type: 'info', op: 'cron-skip', ...fire(event), reason: event.reason }),
+    emit({
+      type: 'info',
+      op: 'cron-skip',
+      ...fire(event),
+      reason: event.reason,
+      ...(event.holder && {
+        holder: {
+          runner: event.holder.runner,
+          token: event.holder.token?.toString(),
+          fireTime: event.holder.fireTime,
+        },
+      }),
+    }),
   );
   scheduler.schedule(
     name,
