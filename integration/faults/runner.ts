@@ -24,6 +24,7 @@ import {
 } from './check/index.js';
 import { FaultCluster } from './cluster.js';
 import { ELECTION_TIMEOUT_MS } from './member.js';
+import { observeDeletes } from './observer.js';
 import { CLUSTER_KINDS, inject, waitUntil, type NemesisControl } from './nemesis.js';
 import { prng, runSeed } from './prng.js';
 import { Resources, type ResourceName } from './resources.js';
@@ -153,6 +154,9 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
   for (const why of Object.values(resources.missing)) {
     console.warn(`[faults] ${options.label}: resource left out: ${why}`);
   }
+  const observer = await observeDeletes(cluster.endpoints, '/faults/', (line) =>
+    history.push(line),
+  );
   const live = () => workers.filter((w) => w.alive && w.killedAt === undefined);
   const lastOkWrite = new Map<Workload, number>();
 
@@ -349,6 +353,7 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
     await Promise.all(workers.map((w) => w.stop(STOP_GRACE_MS)));
     await Promise.all(workers.map((w) => w.closeProxies()));
   }
+  await observer.close();
   const logs = await resources.logs();
   await resources.close();
   await mkdir(dir, { recursive: true });

@@ -69,6 +69,7 @@ export class HistoryBuilder {
       deadlineMs?: number;
       waitedMs?: number;
       workload?: HistoryLine['workload'];
+      key?: string;
     } = {},
   ): this {
     const id = `op${++this.ids}`;
@@ -77,6 +78,7 @@ export class HistoryBuilder {
     this.line(process, at - (options.waitedMs ?? 5), { type: 'invoke', op, id, workload, name });
     const ok: Partial<HistoryLine> = { op, id, workload, name, token: String(token) };
     if (options.deadlineMs !== undefined) ok.deadlineAt = T0 + at + options.deadlineMs;
+    if (options.key !== undefined) ok.key = options.key;
     return this.line(process, at, { type: 'ok', ...ok });
   }
 
@@ -151,6 +153,11 @@ export class HistoryBuilder {
   /** The process's ticker ran `ms` late, measured at `at`. */
   lag(process: string, at: number, ms: number): this {
     return this.line(process, at, { type: 'info', op: 'lag', ms });
+  }
+
+  /** The observer heard etcd delete `key` at `at`. */
+  serverDelete(key: string, at: number): this {
+    return this.line('observer', at, { type: 'info', op: 'server-delete', key, revision: '1' });
   }
 
   /** The process's read took `ms` to come back from etcd, measured at `at`. */

@@ -105,6 +105,8 @@ export interface Model {
   readyAt: Map<string, number[]>;
   /** When each process was told to stop (it claims nothing after that). */
   stoppingAt: Map<string, number>;
+  /** The times etcd deleted each key, as the observer heard (in time order). */
+  deletes: Map<string, number[]>;
   startAt: number;
   endAt: number;
   lastAtByProcess: Map<string, number>;
@@ -151,6 +153,7 @@ export function buildModel(history: readonly HistoryLine[]): Model {
   const cronEvents: HistoryLine[] = [];
   const readyAt = new Map<string, number[]>();
   const stoppingAt = new Map<string, number>();
+  const deletes = new Map<string, number[]>();
 
   const openOf = (process: string): Hold[] => {
     let list = open.get(process);
@@ -182,6 +185,12 @@ export function buildModel(history: readonly HistoryLine[]): Model {
           window.detail = { ...window.detail, ...line, at: window.start };
         }
       }
+      continue;
+    }
+    if (line.op === 'server-delete' && line.key !== undefined) {
+      let list = deletes.get(line.key);
+      if (!list) deletes.set(line.key, (list = []));
+      list.push(line.at);
       continue;
     }
     if ((line.op === 'lag' || line.op === 'rtt') && typeof line.ms === 'number') {
@@ -337,6 +346,7 @@ export function buildModel(history: readonly HistoryLine[]): Model {
     cronEvents,
     readyAt,
     stoppingAt,
+    deletes,
     startAt: lines[0]?.at ?? 0,
     endAt: lines[lines.length - 1]?.at ?? 0,
     lastAtByProcess,

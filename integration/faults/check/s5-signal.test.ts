@@ -103,4 +103,28 @@ describe('S5: the SDK tells a holder of its loss in time', () => {
       .check('w1', 5, 900, true, 1500);
     expect(check(never)).toMatchObject([{ kind: 'late-deletion-signal' }]);
   });
+
+  it('holds any deletion of the key the observer saw to the holder’s round trip', () => {
+    const key = '/faults/lock/L/abc';
+    const late = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0, { deadlineMs: 3000, key })
+      .rtt('w1', 100, 10)
+      .serverDelete(key, 500)
+      .check('w1', 5, 800, true, 3000)
+      .release('w1', 'L', 900);
+    expect(check(late)).toMatchObject([{ kind: 'believed-after-deletion', token: '5' }]);
+    const onTime = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0, { deadlineMs: 3000, key })
+      .rtt('w1', 100, 10)
+      .serverDelete(key, 500)
+      .lost('w1', 5, 520, { deadlineAt: 3000, detail: 'deleted' });
+    expect(check(onTime)).toEqual([]);
+    // Its own release's deletion, and one before the hold began, say nothing.
+    const own = new HistoryBuilder()
+      .serverDelete(key, 10)
+      .acquire('w1', 'L', 5, 100, { deadlineMs: 3000, key })
+      .release('w1', 'L', 900)
+      .serverDelete(key, 905);
+    expect(check(own)).toEqual([]);
+  });
 });

@@ -1,5 +1,5 @@
 import { deletionOf, newsReaches, type CheckContext } from './context.js';
-import { deadlineAt, type Hold } from './model.js';
+import { deadlineAt, rttAt, type Hold } from './model.js';
 import type { Violation } from './types.js';
 
 /**
@@ -16,12 +16,16 @@ import type { Violation } from './types.js';
  *   by the nemesis), and the holder still believed after the acknowledgement + one round trip of
  *   its own to etcd (as it measured it then), once the runner (its proxies) and the holder could
  *   run (+ resolution).
+ * - `believed-after-deletion`: the same for any deletion of the hold's key etcd made while the
+ *   holder still believed (the observer's watch: a lease that expired, a stray delete), timed by
+ *   when the runner heard of it. A holder cut off from etcd meets it through its own deadline,
+ *   which comes first (etcd never expires a lease early).
  */
 export function checkSignals(context: CheckContext): Violation[] {
   const violations: Violation[] = [];
   for (const hold of context.model.holds) {
     violations.push(...heldAfterDeadline(hold), ...deadlineSignal(context, hold));
-    const deletion = deletionSignal(context, hold);
+    const deletion = deletionSignal(context, hold) ?? serverDeletion(context, hold);
     if (deletion) violations.push(deletion);
   }
   return violations;
@@ -104,5 +108,22 @@ function deletionSignal(context: CheckContext, hold: Hold): Violation | undefine
     process: hold.process,
     token: hold.token,
     message: `${deletion.fault.fault} ${deletion.fault.id} removed the key of ${what(hold)}; it ${how} ${Math.round(hold.end - ackAt)} ms after the deletion was acknowledged (allowed ${Math.round(by - ackAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms)`,
+  };
+}
+
+function serverDeletion(context: CheckContext, hold: Hold): Violation | undefined {
+  if (hold.key === undefined || deletionOf(context, hold)) return undefined;
+  const deletedAt = context.model.deletes.get(hold.key)?.find((at) => at > hold.start);
+  if (deletedAt === undefined || deletedAt >= hold.end) return undefined;
+  const rttMs = rttAt(context.model, hold.process, deletedAt);
+  const by = newsReaches(context, hold.process, deletedAt + rttMs) + context.resolutionMs;
+  if (hold.end <= by) return undefined;
+  return {
+    rule: 'S5',
+    kind: 'believed-after-deletion',
+    at: by,
+    process: hold.process,
+    token: hold.token,
+    message: `etcd deleted the key of ${what(hold)} (${hold.key}); it still believed ${Math.round(hold.end - deletedAt)} ms after the runner heard of it (allowed ${Math.round(by - deletedAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms)`,
   };
 }

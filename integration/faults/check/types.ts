@@ -30,7 +30,10 @@ export type FaultKind =
 export interface HistoryLine {
   /** Wall-clock ms (`performance.timeOrigin + performance.now()`), comparable across processes. */
   at: number;
-  /** `w1`, `w2`, ... for workers, `nemesis` for the fault injector, `runner` for its own lag. */
+  /**
+   * `w1`, `w2`, ... for workers, `nemesis` for the fault injector, `runner` for its own lag,
+   * `observer` for the deletions etcd made.
+   */
   process: string;
   pid?: number;
   seq?: number;
@@ -46,6 +49,7 @@ export interface HistoryLine {
     | 'cron-claim'
     | 'cron-skip'
     | 'cron-error'
+    | 'server-delete'
     | 'lost'
     | 'deadline'
     | 'check'
@@ -103,7 +107,9 @@ export interface HistoryLine {
   member?: string;
   /** Member partitions (`fault-end`): the member leading at the end of the cut, or `none`. */
   leader?: string;
+  /** Grants: the hold's key; `server-delete`: the key etcd deleted, at `revision`. */
   key?: string;
+  revision?: string;
   leaseId?: string;
 }
 
