@@ -82,7 +82,7 @@ describe('renderTimeline', () => {
       ...page.matchAll(/class="fault-label" data-t0="([\d.]+)" data-y="([\d.]+)"/g),
     ].map((m) => ({ x: (Number(m[1]) * 1400) / 60_000, y: Number(m[2]) }));
     expect(labels).toHaveLength(12);
-    const width = 'delay all'.length * 6.1 + 6;
+    const width = 'delay all'.length * 7 + 6;
     for (const [i, a] of labels.entries()) {
       for (const c of labels.slice(i + 1)) {
         const apart = a.y !== c.y || Math.abs(a.x - c.x) >= width;

@@ -13,8 +13,10 @@ const AXIS_H = 18;
 const LABEL_ROW_H = 13;
 const BASE_WIDTH = 1400;
 const LABEL_W = 150;
-/** Width of one character of the 10 px labels, for placing them without overlap. */
-const CHAR_W = 6.1;
+/** Room right of the last instant for the labels of faults that start near the end. */
+const RIGHT_PAD = 170;
+/** Width of one character of the 10 px (bold) labels, generously, for placing them without overlap. */
+const CHAR_W = 7;
 const HEADER_H = 150;
 const ORDER = ['lock', 'unfenced', 'election', 'cron'];
 
@@ -166,8 +168,8 @@ export function renderTimeline(
         `<tr><td>${v.rule}${v.kind ? ` ${esc(v.kind)}` : ''}</td><td>${v.at === undefined ? '' : sec(rel(v.at))}</td><td>${esc(v.process ?? '')}</td><td>${esc(v.message)}</td></tr>`,
     )
     .join('');
-  const data = { durationMs, baseWidth: BASE_WIDTH, axisH: AXIS_H, top, height };
-  const page = { width: LABEL_W + BASE_WIDTH + 40, height: HEADER_H + height + 20 };
+  const data = { durationMs, baseWidth: BASE_WIDTH, pad: RIGHT_PAD, axisH: AXIS_H, top, height };
+  const page = { width: LABEL_W + BASE_WIDTH + RIGHT_PAD + 10, height: HEADER_H + height + 20 };
 
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -198,7 +200,7 @@ export function renderTimeline(
 <main>
 <div class="labels" style="height:${height}px">${labels}</div>
 <div class="scroll" id="scroll">
-<svg id="tl" xmlns="http://www.w3.org/2000/svg" width="${BASE_WIDTH + 20}" height="${height}">
+<svg id="tl" xmlns="http://www.w3.org/2000/svg" width="${BASE_WIDTH + RIGHT_PAD}" height="${height}">
 <g id="axis">${axis(durationMs, scale, height)}</g>
 <g id="shapes">${shapes.join('\n')}</g>
 </svg>
@@ -373,7 +375,7 @@ const SCRIPT = `
   function sec(ms){return (ms/1000).toFixed(ms<10000?2:1)+' s'}
   function layout(anchorT){
     var s=TIMELINE.baseWidth*zoom/TIMELINE.durationMs;
-    svg.setAttribute('width',String(TIMELINE.baseWidth*zoom+20));
+    svg.setAttribute('width',String(TIMELINE.baseWidth*zoom+TIMELINE.pad));
     var els=document.querySelectorAll('[data-t0]');
     for(var i=0;i<els.length;i++){
       var el=els[i],t0=+el.getAttribute('data-t0'),t1=el.getAttribute('data-t1');
