@@ -26,7 +26,6 @@ export const RUNS = {
     workers: { lock: 3 },
     faults: ['slow-links', 'slow-links', 'slow-links', 'slow-links'],
   },
-  'unfenced-locks': { workers: { unfenced: 3 }, faults: ['pause-holder', 'pause-holder'] },
   'unfenced-pause': {
     fenced: false,
     workers: { lock: 2, election: 2 },
