@@ -143,6 +143,7 @@ export function checkLiveness(context: CheckContext): LivenessResult {
             : `never came (history runs ${fmt(context.model.endAt - fromAt)} past it)`;
         violations.push({
           rule: 'liveness',
+          kind: plan.measure,
           at: fromAt,
           message:
             `${fault.fault} ${fault.id} (target ${fault.target || '-'}): ${plan.measure}` +
