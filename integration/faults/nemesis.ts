@@ -117,7 +117,8 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
           : kind === 'kill-mid-acquire'
             ? (w) => w.waiting !== undefined
             : (w) => w.releasing;
-      const w = await pick(ctl, when, kind === 'kill-mid-release' ? 2 : 10);
+      // A release takes a few milliseconds: watch for one closely.
+      const w = await pick(ctl, when, 10, kind === 'kill-mid-release' ? 1 : 5);
       if (!w) return false;
       start(w.name, { name: nameOf(w) });
       ctl.markKilled(w);
@@ -350,24 +351,30 @@ async function pick(
   ctl: NemesisControl,
   when: (w: WorkerProc) => boolean,
   seconds = TARGET_WAIT_MS / 1000,
+  everyMs = 5,
 ): Promise<WorkerProc | undefined> {
-  return waitUntil(() => {
-    const candidates = ctl.workers().filter((w) => w.alive && when(w));
-    return candidates.length > 0 ? ctl.random.pick(candidates) : undefined;
-  }, seconds * 1000);
+  return waitUntil(
+    () => {
+      const candidates = ctl.workers().filter((w) => w.alive && when(w));
+      return candidates.length > 0 ? ctl.random.pick(candidates) : undefined;
+    },
+    seconds * 1000,
+    everyMs,
+  );
 }
 
-/** Polls `probe` every 5 ms until it returns a value or `timeoutMs` passes. */
+/** Polls `probe` every `everyMs` (5) until it returns a value or `timeoutMs` passes. */
 export async function waitUntil<T>(
   probe: () => T | undefined | false,
   timeoutMs: number,
+  everyMs = 5,
 ): Promise<T | undefined> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = probe();
     if (value) return value;
     if (performance.now() >= deadline) return undefined;
-    await sleep(5);
+    await sleep(everyMs);
   }
 }
 

@@ -98,6 +98,7 @@ const ATTEMPT_TIMEOUT_MS = 1_000;
 const LAG_TICK_MS = 20;
 const CRON = { everyMs: 1_000, lateToleranceMs: 2_000 };
 const CALL_TIMEOUT_MS = 1_500;
+const RECHECK_INTERVAL_MS = 1_000;
 const HOLDER_FAULTS = new Set<FaultKind>([
   'pause-holder',
   'stall-loop',
@@ -191,7 +192,7 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
         ttlSeconds,
         callTimeoutMs: CALL_TIMEOUT_MS,
         attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
-        recheckIntervalMs: 1_000,
+        recheckIntervalMs: RECHECK_INTERVAL_MS,
         fenced: workload !== 'unfenced' && options.fenced !== false,
         seed: Math.floor(random.next() * 0xffffffff),
         holdMs: [150, 400],
@@ -267,6 +268,7 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
     electionTimeoutMs: ELECTION_TIMEOUT_MS,
     attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
     callTimeoutMs: CALL_TIMEOUT_MS,
+    recheckIntervalMs: RECHECK_INTERVAL_MS,
     lagResolutionMs: LAG_TICK_MS,
     cron: CRON,
     faults: [...new Set(options.faults)],

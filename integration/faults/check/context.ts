@@ -23,7 +23,11 @@ export interface CheckContext {
   model: Model;
   logs: ResourceLogs;
   config: CheckConfig;
-  /** Lag is measured to within this (see {@link CheckConfig.lagResolutionMs}). */
+  /**
+   * The slack every lag-based bound adds: two ticks of the lag ticker. A block shorter than a
+   * tick is not measured, and a timer that expired in a block runs after those that expired
+   * before it, up to about one more tick after the block ends.
+   */
   resolutionMs: number;
   attemptTimeoutMs: number;
   /** Write invokes by writeId. */
@@ -40,7 +44,7 @@ export function createContext(
   const model = buildModel(history);
   const writesById = new Map<string, Write>();
   for (const write of model.writes) if (write.writeId) writesById.set(write.writeId, write);
-  const resolutionMs = config.lagResolutionMs ?? DEFAULT_LAG_RESOLUTION_MS;
+  const resolutionMs = 2 * (config.lagResolutionMs ?? DEFAULT_LAG_RESOLUTION_MS);
   return {
     model,
     logs,

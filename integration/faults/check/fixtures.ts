@@ -8,6 +8,7 @@ export const CONFIG: CheckConfig = {
   electionTimeoutMs: 1000,
   attemptTimeoutMs: 1000,
   callTimeoutMs: 1500,
+  recheckIntervalMs: 1000,
   lagResolutionMs: 20,
   faults: [],
   seed: 42,
@@ -155,9 +156,14 @@ export class HistoryBuilder {
     return this.line(process, at, { type: 'info', op: 'lag', ms });
   }
 
-  /** The observer heard etcd delete `key` at `at`. */
-  serverDelete(key: string, at: number): this {
-    return this.line('observer', at, { type: 'info', op: 'server-delete', key, revision: '1' });
+  /** The observer heard etcd delete `key` at `at`, at `revision`. */
+  serverDelete(key: string, at: number, revision: number): this {
+    return this.line('observer', at, {
+      type: 'info',
+      op: 'server-delete',
+      key,
+      revision: String(revision),
+    });
   }
 
   /** The process's read took `ms` to come back from etcd, measured at `at`. */

@@ -147,7 +147,7 @@ describe('liveness: progress resumes within the bound', () => {
     const slow = { ...window, fault: 'slow-links', detail: { ...window.detail, delayMs: 2500 } };
     expect(plansFor(slow, CONFIG)[0]?.boundMs).toBe(2500 + 1000 + 1000);
     expect(plansFor({ ...window, fault: 'quorum-loss' }, CONFIG)[0]?.boundMs).toBe(
-      2000 + 3000 + 1000,
+      2000 + 3000 + 1000 + 1000,
     );
   });
 });

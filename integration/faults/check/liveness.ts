@@ -83,13 +83,16 @@ export function plansFor(fault: FaultWindow, config: CheckConfig): Plan[] {
   }
   const attemptMs = config.attemptTimeoutMs ?? 1000;
   const electionMs = config.electionTimeoutMs;
+  // A watch on a member that was cut off hears nothing new (the member has no new entries, yet
+  // answers progress requests): the client's periodic re-read is what corrects it.
+  const recheckMs = config.recheckIntervalMs ?? 5000;
   if (MEMBER_PARTITIONS.has(kind)) {
     // Randomised election timeouts run up to twice the setting.
     return [
       {
         measure: 'recovery',
         from: 'end',
-        boundMs: override(kind, 2 * electionMs + attemptMs + 1000),
+        boundMs: override(kind, 2 * electionMs + attemptMs + recheckMs + 1000),
       },
     ];
   }
@@ -97,7 +100,7 @@ export function plansFor(fault: FaultWindow, config: CheckConfig): Plan[] {
     // Every session gave up by its deadline; an old holder's key may live on with its lease,
     // which the new leader (elected within two election timeouts) refreshes by a TTL and one
     // more election timeout, unless the holder's own revoke gets through first.
-    const boundMs = ttlMs + 3 * electionMs + attemptMs;
+    const boundMs = ttlMs + 3 * electionMs + attemptMs + recheckMs;
     return [{ measure: 'recovery', from: 'end', boundMs: override(kind, boundMs) }];
   }
   if (kind === 'slow-links') {

@@ -105,8 +105,11 @@ export interface Model {
   readyAt: Map<string, number[]>;
   /** When each process was told to stop (it claims nothing after that). */
   stoppingAt: Map<string, number>;
-  /** The times etcd deleted each key, as the observer heard (in time order). */
-  deletes: Map<string, number[]>;
+  /**
+   * Each key's deletions by etcd: the revision of the delete and when the observer heard of it
+   * (a watch that fell behind hears late, never early), in time order.
+   */
+  deletes: Map<string, { at: number; revision: bigint }[]>;
   startAt: number;
   endAt: number;
   lastAtByProcess: Map<string, number>;
@@ -153,7 +156,7 @@ export function buildModel(history: readonly HistoryLine[]): Model {
   const cronEvents: HistoryLine[] = [];
   const readyAt = new Map<string, number[]>();
   const stoppingAt = new Map<string, number>();
-  const deletes = new Map<string, number[]>();
+  const deletes = new Map<string, { at: number; revision: bigint }[]>();
 
   const openOf = (process: string): Hold[] => {
     let list = open.get(process);
@@ -190,7 +193,7 @@ export function buildModel(history: readonly HistoryLine[]): Model {
     if (line.op === 'server-delete' && line.key !== undefined) {
       let list = deletes.get(line.key);
       if (!list) deletes.set(line.key, (list = []));
-      list.push(line.at);
+      list.push({ at: line.at, revision: tokenValue(line.revision ?? '') });
       continue;
     }
     if ((line.op === 'lag' || line.op === 'rtt') && typeof line.ms === 'number') {

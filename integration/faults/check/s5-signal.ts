@@ -1,5 +1,5 @@
 import { deletionOf, newsReaches, type CheckContext } from './context.js';
-import { deadlineAt, rttAt, type Hold } from './model.js';
+import { deadlineAt, rttAt, tokenValue, type Hold } from './model.js';
 import type { Violation } from './types.js';
 
 /**
@@ -113,7 +113,10 @@ function deletionSignal(context: CheckContext, hold: Hold): Violation | undefine
 
 function serverDeletion(context: CheckContext, hold: Hold): Violation | undefined {
   if (hold.key === undefined || deletionOf(context, hold)) return undefined;
-  const deletedAt = context.model.deletes.get(hold.key)?.find((at) => at > hold.start);
+  // The key is reused by its session's later holds: only a delete after this hold's creation
+  // (a larger revision than its token) is of this hold's key.
+  const token = tokenValue(hold.token);
+  const deletedAt = context.model.deletes.get(hold.key)?.find((d) => d.revision > token)?.at;
   if (deletedAt === undefined || deletedAt >= hold.end) return undefined;
   const rttMs = rttAt(context.model, hold.process, deletedAt);
   const by = newsReaches(context, hold.process, deletedAt + rttMs) + context.resolutionMs;

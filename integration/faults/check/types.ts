@@ -134,6 +134,8 @@ export interface CheckConfig {
   attemptTimeoutMs?: number;
   /** The SDK's deadline for a whole call (all its attempts). Default 5000. */
   callTimeoutMs?: number;
+  /** How often the workers' clients re-read their prefixes (`recheckIntervalMs`). Default 5000. */
+  recheckIntervalMs?: number;
   /**
    * The period of the processes' lag tickers: lag is measured to within it, so it is added to
    * every bound that uses measured lag. Default 20.
