@@ -7,28 +7,28 @@ import { describe, expect, it } from 'vitest';
 import { runFaults } from './runner.js';
 
 describe('fault smoke: combined', () => {
-  it('locks, an election and cron under 30 s of mixed faults: no violation', async () => {
+  it('locks, an election and cron under mixed faults (each kind at least once): no violation', async () => {
     const run = await runFaults({
       label: 'smoke-combined',
       workers: { lock: 2, election: 2, cron: 2 },
       mode: 'random',
-      durationMs: 30_000,
+      durationMs: 20_000,
       faults: [
         'pause-holder',
         'kill-holder',
         'partition',
-        'reset',
         'flap',
         'delay',
         'compact',
-        'revoke-lease',
         'stall-loop',
-        'pause-member',
+        'clock-skew',
       ],
       screenshot: true,
     });
-    expect(run.unexcused, run.describe()).toEqual([]);
-    expect(Object.keys(run.injected).length, run.describe()).toBeGreaterThan(2);
+    expect(run.violations, run.describe()).toEqual([]);
+    // Every fire of the 1 s schedule was judged: a run with cron but no fires proves nothing.
+    const fires = run.history.filter((l) => l.op === 'cron-run' && l.type === 'ok').length;
+    expect(fires, run.describe()).toBeGreaterThan(5);
   }, 180_000);
 
   it('negative control: without fencing, a frozen holder’s late writes land and the checker says so', async () => {

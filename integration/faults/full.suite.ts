@@ -1,15 +1,18 @@
 /**
- * The full fault suite (`pnpm faults`): every fault kind once on a 3-member cluster, a 2-minute
- * random nemesis over locks, an election and cron together, and the negative control. Each run
- * writes history.jsonl, logs.json, report.json and timeline.html under
- * integration/.scratch/faults/<run-id>/ and prints its one-line summary with the seed; a run is
- * replayed with FAULTS_SEED=<seed>.
+ * The full fault suite (`pnpm faults`): every fault kind at least once on a 3-member cluster,
+ * two minutes of random faults over locks, an election and cron together, and the negative
+ * control (fencing off for locks and the election alike). Each run writes history.jsonl,
+ * logs.json, report.json and timeline.html (and .png) under integration/.scratch/faults/<run-id>/
+ * and prints its one-line summary with the seed; a run is replayed with FAULTS_SEED=<seed>. See
+ * README.md for the properties and the fault kinds.
  */
 import { describe, expect, it } from 'vitest';
 import { FAULT_KINDS } from './nemesis.js';
 import { runFaults } from './runner.js';
 
 const MINUTES = 60_000;
+/** etcd's own minimum with leader changes in play: a 2 s lease would expire in an election. */
+const TTL_SECONDS = 4;
 
 describe('fault suite', () => {
   it(
@@ -18,15 +21,16 @@ describe('fault suite', () => {
       const run = await runFaults({
         label: 'full-each-kind',
         members: 3,
+        ttlSeconds: TTL_SECONDS,
         workers: { lock: 3, election: 2, cron: 2 },
         faults: [...FAULT_KINDS],
         screenshot: true,
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
       const missed = FAULT_KINDS.filter((kind) => !run.injected[kind]);
       expect(missed, run.describe()).toEqual([]);
     },
-    8 * MINUTES,
+    20 * MINUTES,
   );
 
   it(
@@ -35,28 +39,30 @@ describe('fault suite', () => {
       const run = await runFaults({
         label: 'full-combined',
         members: 3,
+        ttlSeconds: TTL_SECONDS,
         workers: { lock: 3, election: 2, cron: 2 },
         mode: 'random',
         durationMs: 2 * MINUTES,
         faults: [...FAULT_KINDS],
         screenshot: true,
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
     },
-    8 * MINUTES,
+    20 * MINUTES,
   );
 
   it(
-    'negative control: without fencing the checker finds the frozen holder’s writes',
+    'negative control: without fencing the checker finds the frozen holders’ writes',
     async () => {
       const run = await runFaults({
         label: 'full-negative-control',
-        workers: { unfenced: 3 },
-        faults: ['pause-holder', 'stall-loop', 'partition'],
+        fenced: false,
+        workers: { lock: 3, election: 2 },
+        faults: ['pause-holder', 'stall-loop', 'partition', 'pause-holder'],
       });
-      const safety = run.result.violations.filter((v) => v.rule === 'S1' || v.rule === 'S2');
+      const safety = run.violations.filter((v) => ['S1', 'S2', 'S4'].includes(v.rule));
       expect(safety.length, run.describe()).toBeGreaterThan(0);
     },
-    3 * MINUTES,
+    5 * MINUTES,
   );
 });

@@ -1,6 +1,6 @@
 /**
  * Fault smoke runs aimed at a lock holder: frozen past its TTL (the seed scenario), killed, and
- * its lease revoked from outside. Each run's history is checked offline against S1–S5 and the
+ * its lease revoked from outside. Each run's history is checked offline against S1–S8 and the
  * liveness bounds; the failure message carries the seed that replays the run (FAULTS_SEED).
  */
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ describe('fault smoke: the lock holder', () => {
         workers: { lock: 3 },
         faults: ['pause-holder', 'pause-holder'],
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
       expect(run.injected['pause-holder'], run.describe()).toBe(2);
       // The frozen holder woke up and wrote: the resources refused it.
       expect(run.result.report.zombies.rejected, run.describe()).toBeGreaterThan(0);
@@ -39,7 +39,7 @@ describe('fault smoke: the lock holder', () => {
         workers: { lock: 3 },
         faults: ['kill-holder', 'kill-mid-acquire'],
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
       expect(run.injected['kill-holder'], run.describe()).toBe(1);
       const takeover = run.result.samples.find((s) => s.fault === 'kill-holder');
       expect(takeover?.status, run.describe()).toBe('ok');
@@ -55,7 +55,7 @@ describe('fault smoke: the lock holder', () => {
         workers: { lock: 3 },
         faults: ['revoke-lease', 'delete-key'],
       });
-      expect(run.unexcused, run.describe()).toEqual([]);
+      expect(run.violations, run.describe()).toEqual([]);
       expect(run.injected, run.describe()).toEqual({ 'revoke-lease': 1, 'delete-key': 1 });
       const recoveries = run.result.samples.filter((s) => s.measure === 'recovery');
       expect(

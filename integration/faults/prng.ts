@@ -5,6 +5,8 @@ export interface Random {
   /** A whole number in [lo, hi]. */
   between(lo: number, hi: number): number;
   pick<T>(items: readonly T[]): T;
+  /** Shuffles `items` in place (Fisher–Yates) and returns it. */
+  shuffle<T>(items: T[]): T[];
 }
 
 export function prng(seed: number): Random {
@@ -16,10 +18,18 @@ export function prng(seed: number): Random {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+  const between = (lo: number, hi: number): number => lo + Math.floor(next() * (hi - lo + 1));
   return {
     next,
-    between: (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)),
+    between,
     pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
+    shuffle: <T>(items: T[]): T[] => {
+      for (let i = items.length - 1; i > 0; i--) {
+        const j = between(0, i);
+        [items[i], items[j]] = [items[j]!, items[i]!];
+      }
+      return items;
+    },
   };
 }
 

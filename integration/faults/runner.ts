@@ -5,12 +5,14 @@
  * into `integration/.scratch/faults/<run-id>/` (and into CI's artifacts folder when
  * `LEASEHOLD_CI_STATE` is set) and prints the one-line summary with the seed.
  */
-import { cp, mkdir, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { plansFor } from './check/liveness.js';
 import {
   checkRun,
+  pageSize,
   screenshot,
   writeRunArtifacts,
   type CheckConfig,
@@ -20,9 +22,10 @@ import {
   type ResourceLogs,
   type Violation,
 } from './check/index.js';
-import { ELECTION_TIMEOUT_MS, FaultCluster } from './cluster.js';
-import { excuseLateSignals, type Excused } from './lag.js';
-import { inject, waitUntil, type NemesisControl } from './nemesis.js';
+import { FaultCluster } from './cluster.js';
+import { ELECTION_TIMEOUT_MS } from './member.js';
+import { observeDeletes } from './observer.js';
+import { CLUSTER_KINDS, inject, waitUntil, type NemesisControl } from './nemesis.js';
 import { prng, runSeed } from './prng.js';
 import { Resources, type ResourceName } from './resources.js';
 import { WorkerProc, type Workload } from './workers.js';
@@ -34,16 +37,25 @@ export interface RunOptions {
   members?: 1 | 3;
   /** Worker processes per workload. */
   workers: Partial<Record<Workload, number>>;
-  /** Fault kinds: injected in this order (`sequence`) or drawn at random until `durationMs`. */
+  /**
+   * Fault kinds: injected in this order (`sequence`), or each once in a shuffled order and then
+   * drawn at random until `durationMs` (`random`). Every kind listed must get in at least once
+   * (a kind that finds no target is tried again); the checker flags one that never did.
+   */
   faults: FaultKind[];
   /** Default `sequence`. */
   mode?: 'sequence' | 'random';
-  /** For `random`: how long the nemesis keeps injecting. Default 30 000 ms. */
+  /**
+   * For `random`: how long the nemesis keeps injecting (default 30 000 ms). For `sequence`: the
+   * least the run lasts from when the workloads are ready (default: until the last fault settled).
+   */
   durationMs?: number;
   /** Workers' lease TTL. Default 2 s (etcd's minimum with the run's timing). */
   ttlSeconds?: number;
   /** Default all three. */
   resources?: ResourceName[];
+  /** False: every workload writes unfenced (a negative control for elections and cron too). */
+  fenced?: boolean;
   /** Default `FAULTS_SEED`, else random. */
   seed?: number;
   /** Also render timeline.png with headless Chromium (skipped, with a note, if it is absent). */
@@ -55,12 +67,8 @@ export interface RunOutcome {
   dir: string;
   seed: number;
   result: CheckResult;
-  /**
-   * The checker's violations less the S5 late signals the signalling process's own event loop
-   * explains (its timers ran that late: the machine did not schedule it), which are in `excused`.
-   */
-  unexcused: Violation[];
-  excused: Excused[];
+  /** The checker's violations (the same as `result.violations`). */
+  violations: Violation[];
   /** Faults injected, by kind (a fault that found no target in time is not counted). */
   injected: Record<string, number>;
   history: HistoryLine[];
@@ -82,7 +90,15 @@ const SCRATCH = fileURLToPath(new URL('../.scratch/faults/', import.meta.url));
 const READY_MS = 60_000;
 const PROGRESS_MS = 20_000;
 const STOP_GRACE_MS = 8_000;
-const TOLERANCE_MS = 250;
+/** A kind that found no target is tried this many times before the run moves on. */
+const INJECT_TRIES = 3;
+/** The workers' per-attempt deadline on one member (the SDK's default, kept explicit). */
+const ATTEMPT_TIMEOUT_MS = 1_000;
+/** The lag ticker's period in the workers and here: the resolution of every lag measurement. */
+const LAG_TICK_MS = 20;
+const CRON = { everyMs: 1_000, lateToleranceMs: 2_000 };
+const CALL_TIMEOUT_MS = 1_500;
+const RECHECK_INTERVAL_MS = 1_000;
 const HOLDER_FAULTS = new Set<FaultKind>([
   'pause-holder',
   'stall-loop',
@@ -90,7 +106,13 @@ const HOLDER_FAULTS = new Set<FaultKind>([
   'kill-mid-acquire',
   'kill-mid-release',
 ]);
-const RESTARTS = new Set<FaultKind>(['restart-cluster', 'snapshot-restore']);
+const RESTARTS = new Set<FaultKind>([
+  'restart-cluster',
+  'snapshot-restore',
+  'quorum-loss',
+  'replace-member',
+  'wipe-member',
+]);
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -98,6 +120,11 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
   const seed = options.seed ?? runSeed();
   const random = prng(seed);
   const ttlSeconds = options.ttlSeconds ?? 2;
+  const members = options.members ?? 1;
+  const needThree = options.faults.filter((kind) => CLUSTER_KINDS.includes(kind));
+  if (members !== 3 && needThree.length > 0) {
+    throw new Error(`fault kinds ${needThree.join(', ')} need a 3-member cluster (members: 3)`);
+  }
   const runId = `${options.label}-${new Date().toISOString().replace(/[:.]/g, '-')}-${seed}`;
   const dir = join(SCRATCH, runId);
   console.log(`[faults] ${options.label}: seed ${seed} (replay with FAULTS_SEED=${seed})`);
@@ -110,7 +137,17 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
   let workerSeq = 0;
   const held: Workload[] = [];
 
-  await using cluster = await FaultCluster.start(options.members ?? 1);
+  await using cluster = await FaultCluster.start(members);
+  // How late this process's timers run: the worker proxies and the memory resource live here.
+  let expected = performance.now() + LAG_TICK_MS;
+  const ticker = setInterval(() => {
+    const t = performance.now();
+    const late = t - expected;
+    expected = t + LAG_TICK_MS;
+    if (late >= LAG_TICK_MS) {
+      history.push({ at: now(), process: 'runner', type: 'info', op: 'lag', ms: Math.round(late) });
+    }
+  }, LAG_TICK_MS);
   const resources = await Resources.open(
     options.resources ?? ['memory', 'postgres', 'redis'],
     options.label,
@@ -118,6 +155,9 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
   for (const why of Object.values(resources.missing)) {
     console.warn(`[faults] ${options.label}: resource left out: ${why}`);
   }
+  const observer = await observeDeletes(cluster.endpoints, '/faults/', (line) =>
+    history.push(line),
+  );
   const live = () => workers.filter((w) => w.alive && w.killedAt === undefined);
   const lastOkWrite = new Map<Workload, number>();
 
@@ -150,12 +190,18 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
         electionPrefix: '/faults/election/',
         cronPrefix: '/faults/cron/',
         ttlSeconds,
-        callTimeoutMs: 1_500,
-        recheckIntervalMs: 1_000,
-        fenced: workload !== 'unfenced',
+        callTimeoutMs: CALL_TIMEOUT_MS,
+        attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
+        recheckIntervalMs: RECHECK_INTERVAL_MS,
+        fenced: workload !== 'unfenced' && options.fenced !== false,
         seed: Math.floor(random.next() * 0xffffffff),
         holdMs: [150, 400],
+        // Several TTLs: these holds meet partitions and deadlines while they last.
+        longHoldMs: [ttlSeconds * 2_500, ttlSeconds * 4_000],
+        longHoldShare: 0.3,
+        roundGapMs: [150, 400],
         acquireTimeoutMs: [400, 3_000],
+        cron: CRON,
         resources: resources.endpoints,
       },
       onLine,
@@ -167,7 +213,7 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
         process: worker.name,
         pid: worker.pid,
         type: 'info',
-        op: 'exit' as HistoryLine['op'],
+        op: 'exit',
         workload,
         reason: exit.signal ?? `code ${exit.code}`,
       });
@@ -190,12 +236,9 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
     random,
     seed,
     ttlMs: ttlSeconds * 1000,
-    resourceCount: resources.names.length,
+    attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
     workers: live,
     emit: (line) => history.push({ at: now(), process: 'nemesis', pid: process.pid, ...line }),
-    markFrozen: (worker) => {
-      if (worker.hold) worker.hold.line.paused = true;
-    },
     markKilled: (worker) => {
       worker.killedAt = now();
     },
@@ -220,6 +263,19 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
   const progressed = (since: number) =>
     workloads.every(([workload]) => (lastOkWrite.get(workload) ?? 0) > since);
 
+  const config: CheckConfig = {
+    ttlSeconds,
+    electionTimeoutMs: ELECTION_TIMEOUT_MS,
+    attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
+    callTimeoutMs: CALL_TIMEOUT_MS,
+    recheckIntervalMs: RECHECK_INTERVAL_MS,
+    lagResolutionMs: LAG_TICK_MS,
+    cron: CRON,
+    faults: [...new Set(options.faults)],
+    seed,
+    fencing: !workloads.some(([w]) => w === 'unfenced') && options.fenced !== false,
+  };
+
   let failure: Error | undefined;
   try {
     for (const [workload, count] of workloads) {
@@ -234,27 +290,46 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
       );
     }
 
-    const sequence = [...options.faults];
-    const endAt = now() + (options.durationMs ?? 30_000);
+    // Random runs take every kind once first (shuffled), so none is left out by the draw.
+    const sequence =
+      (options.mode ?? 'sequence') === 'sequence'
+        ? [...options.faults]
+        : random.shuffle([...new Set(options.faults)]);
+    const endAt = now() + (options.durationMs ?? (options.mode === 'random' ? 30_000 : 0));
     for (;;) {
       const kind =
-        (options.mode ?? 'sequence') === 'sequence'
-          ? sequence.shift()
-          : now() < endAt
-            ? random.pick(options.faults)
-            : undefined;
+        sequence.shift() ??
+        (options.mode === 'random' && now() < endAt ? random.pick(options.faults) : undefined);
       if (kind === undefined) break;
-      if (!(await inject(ctl, kind))) continue;
+      let got = false;
+      for (let i = 0; i < INJECT_TRIES && !got; i++) got = await inject(ctl, kind);
+      if (!got) continue;
       injected[kind] = (injected[kind] ?? 0) + 1;
       // Before the next fault (or the end of the run): every workload has made progress, the
       // fault's liveness bound has passed, and after a fault on a holder someone else has been
       // granted, so each fault's recovery is measured on its own and within the history.
       const ended = now();
       const start = [...history].reverse().find((l) => l.type === 'fault-start')!;
-      const settleAt =
+      const finish = [...history].reverse().find((l) => l.type === 'fault-end')!;
+      const window = {
+        id: String(start.id),
+        fault: kind,
+        target: String(start.target),
+        start: start.at,
+        end: ended,
+        detail: { ...start, ...finish },
+      };
+      // Past every liveness bound of the fault, so its recovery is judged within the history.
+      const bounds = plansFor(window, config).map(
+        (plan) => (plan.from === 'start' ? start.at : ended) + plan.boundMs,
+      );
+      const settleAt = Math.max(
         (HOLDER_FAULTS.has(kind) ? start.at : ended) +
-        ttlSeconds * 1000 +
-        (RESTARTS.has(kind) ? 2_500 : 1_500);
+          ttlSeconds * 1000 +
+          (RESTARTS.has(kind) ? 2_500 : 1_500),
+        ...bounds,
+      );
+      // After a fault on a holder (or a waiter), someone else is granted the name it was about.
       const granted = () =>
         !HOLDER_FAULTS.has(kind) ||
         history.some(
@@ -262,20 +337,25 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
             l.type === 'ok' &&
             (l.op === 'acquire' || l.op === 'campaign') &&
             l.process !== start.target &&
+            (start.name === undefined || l.name === start.name) &&
             l.at > start.at,
         );
-      await waitUntil(() => progressed(ended) && now() >= settleAt && granted(), PROGRESS_MS);
+      // That may wait for someone else's long hold (up to four TTLs) and then the target's lease.
+      const waitMs = PROGRESS_MS + (HOLDER_FAULTS.has(kind) ? ttlSeconds * 5_000 : 0);
+      await waitUntil(() => progressed(ended) && now() >= settleAt && granted(), waitMs);
       await sleep(random.between(300, 1_000));
     }
-    await sleep(1_000);
+    await sleep(Math.max(1_000, endAt - now()));
   } catch (err) {
     failure = err instanceof Error ? err : new Error(String(err));
   } finally {
     running = false;
+    clearInterval(ticker);
     await Promise.allSettled([...spawning]);
     await Promise.all(workers.map((w) => w.stop(STOP_GRACE_MS)));
     await Promise.all(workers.map((w) => w.closeProxies()));
   }
+  await observer.close();
   const logs = await resources.logs();
   await resources.close();
   await mkdir(dir, { recursive: true });
@@ -288,43 +368,28 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
     throw failure;
   }
 
-  const config: CheckConfig = {
-    ttlSeconds,
-    electionTimeoutMs: ELECTION_TIMEOUT_MS,
-    toleranceMs: TOLERANCE_MS,
-    faults: [...new Set(options.faults)],
-    seed,
-    fencing: !workloads.some(([w]) => w === 'unfenced'),
-  };
   const result = checkRun({ history, logs, config });
-  const { unexcused, excused } = excuseLateSignals(result.violations, history, TOLERANCE_MS);
   await writeFile(
     join(dir, 'history.jsonl'),
     history.map((l) => JSON.stringify(l)).join('\n') + '\n',
   );
   await writeFile(join(dir, 'logs.json'), `${JSON.stringify(logs, null, 2)}\n`);
   await writeRunArtifacts(dir, { history, logs, result, config });
-  if (options.screenshot) await screenshot(join(dir, 'timeline.html'), join(dir, 'timeline.png'));
-  if (excused.length > 0) {
-    await writeFile(join(dir, 'excused.json'), `${JSON.stringify(excused, null, 2)}\n`);
+  if (options.screenshot) {
+    // Sized to the page, so the picture is the whole timeline and no empty space.
+    const html = await readFile(join(dir, 'timeline.html'), 'utf8');
+    await screenshot(join(dir, 'timeline.html'), join(dir, 'timeline.png'), pageSize(html));
   }
   const ci = process.env.LEASEHOLD_CI_STATE;
   if (ci) await cp(dir, join(ci, 'artifacts', 'faults', runId), { recursive: true });
   console.log(`[faults] ${options.label}: ${result.summary}`);
-  if (excused.length > 0) {
-    console.log(
-      `[faults] ${options.label}: ${excused.length} S5 late signal(s) within the process's own ` +
-        `event-loop lag (worst lag ${Math.max(...excused.map((e) => e.loopLagMs))} ms): see excused.json`,
-    );
-  }
 
   return {
     runId,
     dir,
     seed,
     result,
-    unexcused,
-    excused,
+    violations: result.violations,
     injected,
     history,
     logs,
@@ -333,7 +398,7 @@ export async function runFaults(options: RunOptions): Promise<RunOutcome> {
       [
         `fault run "${options.label}" seed ${seed} (replay: FAULTS_SEED=${seed}); artifacts in ${dir}`,
         result.summary,
-        ...unexcused.slice(0, 10).map((v) => `  ${v.rule}: ${v.message}`),
+        ...result.violations.slice(0, 10).map((v) => `  ${v.rule}: ${v.message}`),
       ].join('\n'),
   };
 }

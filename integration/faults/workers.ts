@@ -100,13 +100,20 @@ export class WorkerProc {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Between the first and the second round of writes of a hold: the spot for a pause. */
-  idleHolding(resources: number): boolean {
+  /** Holding, between two rounds of writes (after the first): the spot for a pause. */
+  idleHolding(): boolean {
     return (
       this.hold !== undefined &&
-      this.hold.writesDone === resources &&
+      this.hold.writesDone > 0 &&
       ![...this.pending.values()].some((l) => l.op === 'write')
     );
+  }
+
+  /** How much longer the current hold is planned to last (0 without a hold or a plan). */
+  holdLeftMs(): number {
+    const line = this.hold?.line;
+    if (line?.holdMs === undefined) return 0;
+    return line.at + line.holdMs - now();
   }
 
   /** Waiting for the lock or for a term. */
@@ -118,8 +125,10 @@ export class WorkerProc {
     return [...this.pending.values()].some((l) => l.op === 'release' || l.op === 'resign');
   }
 
-  setNetwork(mode: FaultMode, delayMs?: number): void {
-    for (const proxy of this.proxies) {
+  /** Sets the fault mode of this worker's link to every member, or to member `index` only. */
+  setNetwork(mode: FaultMode, delayMs?: number, index?: number): void {
+    for (const [i, proxy] of this.proxies.entries()) {
+      if (index !== undefined && i !== index) continue;
       proxy.setMode(mode, delayMs === undefined ? {} : { delayMs });
     }
   }

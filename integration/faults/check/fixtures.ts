@@ -6,11 +6,17 @@ export const T0 = 1_700_000_000_000;
 export const CONFIG: CheckConfig = {
   ttlSeconds: 2,
   electionTimeoutMs: 1000,
-  toleranceMs: 250,
+  attemptTimeoutMs: 1000,
+  callTimeoutMs: 1500,
+  recheckIntervalMs: 1000,
+  lagResolutionMs: 20,
   faults: [],
   seed: 42,
   fencing: true,
 };
+
+/** The fire at `at` ms after T0, rounded down to a whole second (fires are on the second). */
+export const fireAt = (at: number): number => Math.floor((T0 + at) / 1000) * 1000;
 
 type Outcome = 'ok' | 'stale' | 'lost' | 'info' | 'timeout' | 'none';
 
@@ -23,6 +29,8 @@ interface WriteSpec {
   workload?: HistoryLine['workload'];
   /** ms from invoke to its answer; default 2. */
   takesMs?: number;
+  /** The raw deadline on the invoke (ms after T0). */
+  deadlineAt?: number;
 }
 
 /**
@@ -62,7 +70,7 @@ export class HistoryBuilder {
       deadlineMs?: number;
       waitedMs?: number;
       workload?: HistoryLine['workload'];
-      paused?: boolean;
+      key?: string;
     } = {},
   ): this {
     const id = `op${++this.ids}`;
@@ -71,7 +79,7 @@ export class HistoryBuilder {
     this.line(process, at - (options.waitedMs ?? 5), { type: 'invoke', op, id, workload, name });
     const ok: Partial<HistoryLine> = { op, id, workload, name, token: String(token) };
     if (options.deadlineMs !== undefined) ok.deadlineAt = T0 + at + options.deadlineMs;
-    if (options.paused) ok.paused = true;
+    if (options.key !== undefined) ok.key = options.key;
     return this.line(process, at, { type: 'ok', ...ok });
   }
 
@@ -107,12 +115,86 @@ export class HistoryBuilder {
     });
   }
 
-  lost(process: string, token: string | number, at: number): this {
-    return this.line(process, at, {
-      type: 'info',
+  /** A loss signal; `deadlineAt` (ms after T0) is the raw deadline the line reports. */
+  lost(
+    process: string,
+    token: string | number,
+    at: number,
+    options: { deadlineAt?: number; detail?: string; lagNow?: number } = {},
+  ): this {
+    const fields: Partial<HistoryLine> = {
       op: 'lost',
       token: String(token),
       reason: 'LEASE_LOST',
+      detail: options.detail ?? 'session',
+    };
+    if (options.deadlineAt !== undefined) fields.deadlineAt = T0 + options.deadlineAt;
+    if (options.lagNow !== undefined) fields.lagNow = options.lagNow;
+    return this.line(process, at, { type: 'info', ...fields });
+  }
+
+  /** A read of the hold that began at `at` and said `held`, with the raw deadline after it. */
+  check(
+    process: string,
+    token: string | number,
+    at: number,
+    held: boolean,
+    deadlineAt: number,
+  ): this {
+    return this.line(process, at + 1, {
+      type: 'info',
+      op: 'check',
+      token: String(token),
+      held,
+      readAt: T0 + at,
+      deadlineAt: T0 + deadlineAt,
+    });
+  }
+
+  /** The process's ticker ran `ms` late, measured at `at`. */
+  lag(process: string, at: number, ms: number): this {
+    return this.line(process, at, { type: 'info', op: 'lag', ms });
+  }
+
+  /** The observer heard etcd delete `key` at `at`, at `revision`. */
+  serverDelete(key: string, at: number, revision: number): this {
+    return this.line('observer', at, {
+      type: 'info',
+      op: 'server-delete',
+      key,
+      revision: String(revision),
+    });
+  }
+
+  /** The process's read took `ms` to come back from etcd, measured at `at`. */
+  rtt(process: string, at: number, ms: number): this {
+    return this.line(process, at, { type: 'info', op: 'rtt', ms });
+  }
+
+  /** A cron replica says it is ready (its job is scheduled). */
+  ready(process: string, at: number): this {
+    return this.line(process, at, { type: 'info', op: 'ready', workload: 'cron', name: 'cron-a' });
+  }
+
+  cronClaim(process: string, fireMs: number, token: string | number, at: number): this {
+    return this.line(process, at, {
+      type: 'info',
+      op: 'cron-claim',
+      workload: 'cron',
+      name: 'cron-a',
+      fireTime: new Date(fireMs).toISOString(),
+      token: String(token),
+    });
+  }
+
+  cronSkip(process: string, fireMs: number, reason: string, at: number): this {
+    return this.line(process, at, {
+      type: 'info',
+      op: 'cron-skip',
+      workload: 'cron',
+      name: 'cron-a',
+      fireTime: new Date(fireMs).toISOString(),
+      reason,
     });
   }
 
@@ -137,7 +219,8 @@ export class HistoryBuilder {
     const workload = spec.workload ?? 'lock';
     const token = String(spec.token);
     const common = { op: 'write' as const, id, workload, name, resource, writeId };
-    this.line(process, spec.at, { type: 'invoke', ...common, token });
+    const deadline = spec.deadlineAt === undefined ? {} : { deadlineAt: T0 + spec.deadlineAt };
+    this.line(process, spec.at, { type: 'invoke', ...common, token, ...deadline });
     const done = spec.at + (spec.takesMs ?? 2);
     const outcome = spec.outcome ?? 'ok';
     if (outcome === 'ok') {
@@ -151,30 +234,61 @@ export class HistoryBuilder {
     return writeId;
   }
 
+  /** A cron run of the fire at `fireMs` (epoch ms; default the second at `at`), started at `at`. */
   cronRun(
     process: string,
     name: string,
     token: string | number,
     at: number,
     durationMs: number,
+    fireMs = fireAt(at),
   ): this {
     const id = `op${++this.ids}`;
-    this.line(process, at, { type: 'invoke', op: 'cron-run', id, workload: 'cron', name });
-    return this.line(process, at + durationMs, {
+    const fireTime = new Date(fireMs).toISOString();
+    this.line(process, at, {
+      type: 'invoke',
+      op: 'cron-run',
+      id,
+      workload: 'cron',
+      name,
+      fireTime,
+    });
+    this.line(process, at + 1, {
       type: 'ok',
       op: 'cron-run',
       id,
       workload: 'cron',
       name,
       token: String(token),
+      fireTime,
     });
+    const rid = `op${++this.ids}`;
+    const end = {
+      op: 'release' as const,
+      id: rid,
+      workload: 'cron' as const,
+      name,
+      token: String(token),
+    };
+    this.line(process, at + durationMs, { type: 'invoke', ...end });
+    return this.line(process, at + durationMs, { type: 'ok', ...end });
   }
 
-  fault(fault: string, target: string, start: number, end?: number): this {
+  /** A fault window; `extra` goes on both lines (times in it are ms after T0: sentAt, ackAt). */
+  fault(
+    fault: string,
+    target: string,
+    start: number,
+    end?: number,
+    extra: Partial<HistoryLine> = {},
+  ): this {
     const id = `f${++this.ids}`;
-    this.line('nemesis', start, { type: 'fault-start', fault, target, id, seed: 42 });
+    const fields = { ...extra };
+    if (fields.sentAt !== undefined) fields.sentAt += T0;
+    if (fields.ackAt !== undefined) fields.ackAt += T0;
+    this.line('nemesis', start, { type: 'fault-start', fault, target, id, seed: 42, ...fields });
     if (end !== undefined)
-      this.line('nemesis', end, { type: 'fault-end', fault, target, id, seed: 42 });
+      this.line('nemesis', end, { type: 'fault-end', fault, target, id, seed: 42, ...fields });
     return this;
   }
 
@@ -232,7 +346,8 @@ export function simulate(options: SimulationOptions): {
     token += 1 + (round % 3);
     const mine = token;
     b.acquire(holder, 'L', mine, t, { deadlineMs: 1500, waitedMs: 30 });
-    if (round % 7 === 3) b.cronRun(`w${workers + 1}`, 'report', 5000 + round, t, 120);
+    if (round % 7 === 3)
+      b.cronRun(`w${workers + 1}`, 'report', 5000 + round, t, 120, fireAt(round * 1000));
     for (const [i, resource] of resources.entries())
       b.write(holder, { token: mine, resource, at: t + 20 + i * 15 });
     if (pauseRounds.includes(round)) {
@@ -243,7 +358,6 @@ export function simulate(options: SimulationOptions): {
         op: 'deadline',
         token: String(mine),
         deadlineAt: T0 + pausedAt + 1400,
-        paused: true,
       });
       token += 1;
       const successor = token;
@@ -251,7 +365,9 @@ export function simulate(options: SimulationOptions): {
       for (const [i, resource] of resources.entries())
         b.write(next, { token: successor, resource, at: pausedAt + 2020 + i * 15 });
       b.release(next, 'L', pausedAt + 2100);
-      // The holder wakes, writes with its old token before its signal fires, then learns.
+      // The holder wakes (its ticker ran the whole freeze late), writes with its old token
+      // before its signal fires, then learns.
+      b.lag(holder, pausedAt + 3001, 3000);
       b.write(holder, {
         token: mine,
         resource: 'postgres',

@@ -22,11 +22,11 @@ describe('checkRun', () => {
     // One sample per workload asking (lock and cron); cron's is reported, not judged.
     expect(report.latency.recovery).toMatchObject({ count: 2, boundMs: 1000 });
     expect(summary).toBe(
-      'faults seed=42: ops 162 ok / 2 stale / 2 lost / 0 unknown / 0 failed; ' +
+      'faults seed=42: ops 166 ok / 2 stale / 2 lost / 0 unknown / 0 failed; ' +
         'faults partition×1 pause-holder×2; ' +
-        'violations 0 (S1 0 S2 0 S3 0 S4 0 S5 0 liveness 0); ' +
+        'violations 0 (S1 0 S2 0 S3 0 S4 0 S5 0 S6 0 S7 0 S8 0 liveness 0 coverage 0); ' +
         'zombie writes 4 attempted, 2 rejected, 2 prevented, 0 accepted, 0 landed before a newer write; ' +
-        'takeover p50 2.0 s max 2.0 s (bound 3.0 s); recovery p50 0.1 s max 0.2 s (bound 1.0 s)',
+        'takeover p50 2.0 s max 2.0 s (bound 3.0 s); recovery p50 0.1 s max 0.1 s (bound 1.0 s)',
     );
     expect(report.summary).toBe(summary);
   });
@@ -41,7 +41,7 @@ describe('checkRun', () => {
     expect(new Set(violations.map((v) => v.rule))).toEqual(new Set(['S1', 'S2']));
     expect(report.zombies).toMatchObject({ attempted: 2, accepted: 2 });
     expect(summary).toMatch(
-      /^faults seed=42 fencing=off: .*violations 4 \(S1 2 S2 2 S3 0 S4 0 S5 0 liveness 0\).* 2 accepted/,
+      /^faults seed=42 fencing=off: .*violations 4 \(S1 2 S2 2 S3 0 S4 0 S5 0 S6 0 S7 0 S8 0 liveness 0 coverage 0\).* 2 accepted/,
     );
   });
 
@@ -71,6 +71,8 @@ describe('checkRun', () => {
         summary: result.summary,
         faults: { notInjected: ['kill-leader'] },
       });
+      // A kind the run listed and never got in is a violation of its own.
+      expect(result.violations.filter((v) => v.rule === 'coverage')).toHaveLength(1);
       expect(await readFile(paths.summary, 'utf8')).toBe(`${result.summary}\n`);
       expect(await readFile(paths.timeline, 'utf8')).toContain('<svg');
     } finally {

@@ -37,6 +37,20 @@ describe('liveness: progress resumes within the bound', () => {
     expect(violations[0]?.message).toContain('bound 3.0 s');
   });
 
+  it('waits for a long hold of someone else before a killed waiter’s takeover is due', () => {
+    // w1 holds until 6000; w2, waiting behind it, is killed at 200; w3 is granted at 6500.
+    const b = holderAndWaiter().waiting('w3', 'L', 150).fault('kill-mid-acquire', 'w2', 200, 210);
+    b.release('w1', 'L', 6000);
+    b.granted('w3', 9, 6500);
+    expect(run(b).samples[0]).toMatchObject({ status: 'ok', boundMs: 5800 + 1000 });
+    const late = holderAndWaiter()
+      .waiting('w3', 'L', 150)
+      .fault('kill-mid-acquire', 'w2', 200, 210);
+    late.release('w1', 'L', 6000);
+    late.granted('w3', 9, 7100);
+    expect(run(late).samples[0]).toMatchObject({ status: 'late' });
+  });
+
   it('flags a takeover that never comes while the history goes on', () => {
     const b = holderAndWaiter().fault('kill-holder', 'w1', 200, 210);
     b.write('w3', { name: 'other', token: 11, at: 6000 });
@@ -113,7 +127,14 @@ describe('liveness: progress resumes within the bound', () => {
   });
 
   it('takes bounds from the config, and treats a short freeze as a recovery', () => {
-    const window = { id: 'f', fault: 'pause-holder', target: 'w1', start: 0, end: 500 };
+    const window = {
+      id: 'f',
+      fault: 'pause-holder',
+      target: 'w1',
+      start: 0,
+      end: 500,
+      detail: { at: 0, process: 'nemesis', type: 'fault-start' as const },
+    };
     expect(plansFor(window, CONFIG)).toEqual([{ measure: 'recovery', from: 'end', boundMs: 1000 }]);
     expect(plansFor({ ...window, end: 5000 }, { ...CONFIG, ttlSeconds: 5 })).toEqual([
       { measure: 'takeover', from: 'start', boundMs: 6000 },
@@ -121,5 +142,12 @@ describe('liveness: progress resumes within the bound', () => {
     expect(
       plansFor({ ...window, fault: 'delay' }, { ...CONFIG, boundsMs: { delay: 4000 } })[0]?.boundMs,
     ).toBe(4000);
+    // Measured quantities, not constants: a slow link's bound grows with its delay, a quorum
+    // loss's with the TTL and the election timeout.
+    const slow = { ...window, fault: 'slow-links', detail: { ...window.detail, delayMs: 2500 } };
+    expect(plansFor(slow, CONFIG)[0]?.boundMs).toBe(2500 + 1000 + 1000);
+    expect(plansFor({ ...window, fault: 'quorum-loss' }, CONFIG)[0]?.boundMs).toBe(
+      2000 + 3000 + 1000 + 1000,
+    );
   });
 });

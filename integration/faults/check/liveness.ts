@@ -7,8 +7,9 @@ import type { CheckConfig, Violation } from './types.js';
  *   campaign by another process of the name the target held or wanted (TTL + 1 s).
  * - recovery: measured from the fault's end, for each workload that was asking, to its first
  *   successful acquire, campaign or write (leader/member faults: election timeout + 1 s; network
- *   faults: 1 s; cluster restart or restore: 2 s): one workload's progress does not vouch for
- *   another's. Cron runs only at its fire times, so its recovery is reported, not judged.
+ *   faults: 1 s; cluster restart or restore: TTL + 2 s; the others below): one workload's
+ *   progress does not vouch for another's. Cron runs only at its fire times, so its recovery is
+ *   reported, not judged.
  * - lock-free: after a cluster restart or restore, the first acquire or campaign (TTL + 2 s).
  */
 export type Measure = 'takeover' | 'recovery' | 'lock-free';
@@ -39,7 +40,16 @@ const HOLDER_FAULTS = new Set([
   'stall-loop',
 ]);
 const FREEZES = new Set(['pause-holder', 'stall-loop']);
-const MEMBER_FAULTS = new Set(['pause-member', 'kill-member', 'pause-leader', 'kill-leader']);
+const MEMBER_FAULTS = new Set([
+  'pause-member',
+  'kill-member',
+  'pause-leader',
+  'kill-leader',
+  'replace-member',
+  'wipe-member',
+]);
+/** A healed member's higher term forces one more election (etcd 3.4 runs without pre-vote). */
+const MEMBER_PARTITIONS = new Set(['partition-member', 'partition-leader']);
 const RESTART_FAULTS = new Set(['restart-cluster', 'snapshot-restore']);
 const PROGRESS = new Set(['acquire', 'campaign', 'write', 'cron-run']);
 const GRANTS = new Set(['acquire', 'campaign']);
@@ -71,9 +81,40 @@ export function plansFor(fault: FaultWindow, config: CheckConfig): Plan[] {
       },
     ];
   }
-  if (RESTART_FAULTS.has(kind)) {
+  const attemptMs = config.attemptTimeoutMs ?? 1000;
+  const electionMs = config.electionTimeoutMs;
+  // A watch on a member that was cut off hears nothing new (the member has no new entries, yet
+  // answers progress requests): the client's periodic re-read is what corrects it.
+  const recheckMs = config.recheckIntervalMs ?? 5000;
+  if (MEMBER_PARTITIONS.has(kind)) {
+    // Randomised election timeouts run up to twice the setting.
     return [
-      { measure: 'recovery', from: 'end', boundMs: override(kind, 2000) },
+      {
+        measure: 'recovery',
+        from: 'end',
+        boundMs: override(kind, 2 * electionMs + attemptMs + recheckMs + 1000),
+      },
+    ];
+  }
+  if (kind === 'quorum-loss') {
+    // Every session gave up by its deadline; an old holder's key may live on with its lease,
+    // which the new leader (elected within two election timeouts) refreshes by a TTL and one
+    // more election timeout, unless the holder's own revoke gets through first.
+    const boundMs = ttlMs + 3 * electionMs + attemptMs + recheckMs;
+    return [{ measure: 'recovery', from: 'end', boundMs: override(kind, boundMs) }];
+  }
+  if (kind === 'slow-links') {
+    // A call sent on a slow link just before the fault ended still waits out its delay.
+    const delayMs = Number(fault.detail.delayMs ?? 0);
+    return [
+      { measure: 'recovery', from: 'end', boundMs: override(kind, delayMs + attemptMs + 1000) },
+    ];
+  }
+  if (RESTART_FAULTS.has(kind)) {
+    // Keys come back with their leases, at a full TTL; a session lost to the change of cluster
+    // does not revoke its lease, so a lock held in the snapshot is free only once it expires.
+    return [
+      { measure: 'recovery', from: 'end', boundMs: override(kind, ttlMs + 2000) },
       { measure: 'lock-free', from: 'end', boundMs: override(`${kind}:lock-free`, ttlMs + 2000) },
     ];
   }
@@ -105,6 +146,7 @@ export function checkLiveness(context: CheckContext): LivenessResult {
             : `never came (history runs ${fmt(context.model.endAt - fromAt)} past it)`;
         violations.push({
           rule: 'liveness',
+          kind: plan.measure,
           at: fromAt,
           message:
             `${fault.fault} ${fault.id} (target ${fault.target || '-'}): ${plan.measure}` +
@@ -130,6 +172,7 @@ function measure(
   const success = relevant
     .filter((o) => o.type === 'ok' && o.doneAt !== undefined && o.doneAt > fromAt)
     .sort((a, b) => (a.doneAt ?? 0) - (b.doneAt ?? 0))[0];
+  const boundMs = plan.measure === 'takeover' ? takeoverBound(context, fault, plan) : plan.boundMs;
   const base = {
     faultId: fault.id,
     ...(workload === undefined ? {} : { workload }),
@@ -137,19 +180,40 @@ function measure(
     target: fault.target,
     measure: plan.measure,
     fromAt,
-    boundMs: plan.boundMs,
+    boundMs,
   };
-  const limit = fromAt + plan.boundMs;
+  const limit = fromAt + boundMs;
   const demand = relevant.some(
     (o) => o.invokeAt <= limit && (o.doneAt === undefined || o.doneAt > fromAt),
   );
   if (success?.doneAt !== undefined) {
     const latencyMs = success.doneAt - fromAt;
-    if (latencyMs <= plan.boundMs) return { ...base, latencyMs, status: 'ok' };
+    if (latencyMs <= boundMs) return { ...base, latencyMs, status: 'ok' };
     return { ...base, latencyMs, status: demand ? 'late' : 'no-demand' };
   }
   if (context.model.endAt < limit) return { ...base, status: 'unobserved' };
   return { ...base, status: demand ? 'missing' : 'no-demand' };
+}
+
+/**
+ * A takeover waits for the target's key to go (its lease: the TTL) and also for anyone else who
+ * held the name when the fault began (a waiter killed behind a long hold): the bound runs from
+ * the later of the two, with the same slack.
+ */
+function takeoverBound(context: CheckContext, fault: FaultWindow, plan: Plan): number {
+  const slackMs = plan.boundMs - context.config.ttlSeconds * 1000;
+  const names = new Set(
+    context.model.operations
+      .filter((o) => o.process === fault.target && o.invokeAt <= fault.start && o.name)
+      .map((o) => o.name),
+  );
+  let busyUntil = fault.start;
+  for (const hold of context.model.holds) {
+    if (hold.process === fault.target || !names.has(hold.name)) continue;
+    if (hold.start <= fault.start && hold.end > fault.start)
+      busyUntil = Math.max(busyUntil, hold.end);
+  }
+  return Math.max(plan.boundMs, busyUntil - fault.start + slackMs);
 }
 
 /** The workloads whose operations the history holds, in a stable order. */

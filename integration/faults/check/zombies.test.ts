@@ -5,9 +5,7 @@ import { findZombies } from './zombies.js';
 
 describe('zombie writes', () => {
   it('counts writes made after a newer token was granted, by outcome', () => {
-    const b = new HistoryBuilder()
-      .acquire('w1', 'L', 5, 0, { paused: true })
-      .acquire('w2', 'L', 7, 3000);
+    const b = new HistoryBuilder().acquire('w1', 'L', 5, 0).acquire('w2', 'L', 7, 3000);
     b.write('w1', { token: 5, at: 100 }); // before the takeover: not a zombie
     b.write('w1', { token: 5, at: 3100, outcome: 'stale' });
     b.write('w1', { token: 5, at: 3200, outcome: 'lost' });
@@ -23,9 +21,7 @@ describe('zombie writes', () => {
   });
 
   it('counts a zombie that reached the resource before any newer token apart, as safe', () => {
-    const b = new HistoryBuilder()
-      .acquire('w1', 'L', 5, 0, { paused: true })
-      .acquire('w2', 'L', 7, 3000);
+    const b = new HistoryBuilder().acquire('w1', 'L', 5, 0).acquire('w2', 'L', 7, 3000);
     b.write('w1', { token: 5, at: 3100, outcome: 'ok' }); // w2 has not written yet
     b.write('w2', { token: 7, at: 3200 });
     const stats = findZombies(createContext(b.lines, b.logsFromAcks(), CONFIG));

@@ -7,23 +7,25 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, isClusterChangedError, isLeaseholdError } from '@leasehold/core';
 import { isStaleTokenError } from '@leasehold/fence';
 
-/** @type {{ process: string, workload: string, name: string, endpoints: string[], lockPrefix: string, electionPrefix: string, cronPrefix: string, ttlSeconds: number, callTimeoutMs: number, recheckIntervalMs: number, fenced: boolean, seed: number, holdMs: [number, number], acquireTimeoutMs: [number, number], resources: { memory?: string, postgres?: { url: string, fenceTable: string, logTable: string }, redis?: { url: string, prefix: string } } }} */
+/** @type {{ process: string, workload: string, name: string, endpoints: string[], lockPrefix: string, electionPrefix: string, cronPrefix: string, ttlSeconds: number, callTimeoutMs: number, recheckIntervalMs: number, fenced: boolean, seed: number, holdMs: [number, number], longHoldMs: [number, number], longHoldShare: number, roundGapMs: [number, number], acquireTimeoutMs: [number, number], cron: { everyMs: number, lateToleranceMs: number }, resources: { memory?: string, postgres?: { url: string, fenceTable: string, logTable: string }, redis?: { url: string, prefix: string } } }} */
 export const config = JSON.parse(process.env.FAULTS_CONFIG ?? '{}');
 
 export const now = () => performance.timeOrigin + performance.now();
 
-// How late this process's timers run: a 20 ms ticker's worst lateness over the last 2 s. A loss
-// signal that comes late by no more than this came as early as the event loop let it.
-const lags = [];
-let expected = performance.now() + 20;
+// How late this process's timers run, measured by a ticker every LAG_TICK_MS: each tick later
+// than one tick period is a `lag` line (`ms`: how late it ran), so the checker knows how long
+// this process could not run any timer, the SDK's included. Lateness below one period is within
+// the measurement's resolution, which the checker adds to every bound that uses lag.
+export const LAG_TICK_MS = 20;
+let expected = performance.now() + LAG_TICK_MS;
 setInterval(() => {
   const t = performance.now();
-  lags.push([t, Math.max(0, t - expected)]);
-  expected = t + 20;
-  while (lags.length > 0 && lags[0][0] < t - 2_000) lags.shift();
-}, 20).unref();
-export const loopLagMs = () =>
-  Math.round(Math.max(0, ...lags.map(([, lag]) => lag), performance.now() - expected));
+  const late = t - expected;
+  expected = t + LAG_TICK_MS;
+  if (late >= LAG_TICK_MS) emit({ type: 'info', op: 'lag', ms: Math.round(late) });
+}, LAG_TICK_MS).unref();
+/** How overdue the ticker is right now: a block that just ended and no tick has measured yet. */
+export const lagNow = () => Math.max(0, Math.round(performance.now() - expected));
 
 let lineSeq = 0;
 /** Prints one history line; `at` is taken now, so call it at the moment of the event. */
@@ -49,6 +51,9 @@ export function prng(seed) {
 }
 export const random = prng(config.seed ?? 1);
 
+/** The SDK's own reason on a loss error (`expired-in-queue`, `deleted`, `deadline`…), if any. */
+export const detailOf = (err) => (typeof err?.reason === 'string' ? err.reason : undefined);
+
 /** The `reason` of a `fail` line for an error. */
 export function reasonOf(err) {
   if (isStaleTokenError(err)) return 'stale';
@@ -60,6 +65,12 @@ export function reasonOf(err) {
 }
 
 const stop = new AbortController();
+/** Stops the workload, once, and says so: a cron replica claims nothing after this line. */
+function stopping(why) {
+  if (stop.signal.aborted) return;
+  emit({ type: 'info', op: 'stopping', workload: config.workload, reason: why });
+  stop.abort(new Error(why));
+}
 /** Aborts when the runner asks the worker to stop (a `stop` command or stdin closing). */
 export const stopSignal = stop.signal;
 
@@ -89,6 +100,7 @@ export async function reconnect(client) {
     try {
       const fresh = await connect(connectOptions());
       fresh.onCleanupError(() => {});
+      probed = fresh;
       clusterChanged = false;
       emit({ type: 'info', op: 'reconnected', workload: config.workload });
       return fresh;
@@ -98,6 +110,10 @@ export async function reconnect(client) {
     }
   }
 }
+
+const handlers = new Map();
+/** Handles a workload's own stdin command (`skew` for cron). */
+export const onCommand = (cmd, fn) => handlers.set(cmd, fn);
 
 /**
  * Commands from the runner, one JSON line each: `stall` blocks the event loop for `ms` (a long
@@ -114,22 +130,30 @@ export function listen() {
         // busy: the event loop is blocked on purpose
       }
       emit({ type: 'info', op: 'stall', phase: 'end', ms: msg.ms });
+    } else if (handlers.has(msg.cmd)) {
+      handlers.get(msg.cmd)(msg);
     } else if (msg.cmd === 'reconnect') {
       reconnectAllowed();
     } else if (msg.cmd === 'stop') {
-      stop.abort(new Error('stop'));
+      stopping('stop');
     }
   });
-  rl.on('close', () => stop.abort(new Error('stdin closed')));
+  rl.on('close', () => stopping('stdin closed'));
 }
 
-/** Emits the hold's local deadline now and then (at most every 200 ms) while `held()`. */
-export function trackDeadline(held, remainingMs, token) {
+/** The session's local deadline as it is (raw: kept once lost), on the history's clock. */
+export const deadlineOf = (session) => performance.timeOrigin + session.deadlineAtMs;
+
+/**
+ * Emits the hold's raw local deadline whenever it moves (polled every 100 ms) until the returned
+ * stop is called. It reads `deadlineAtMs`, which checks nothing: tracking is not a read of the
+ * hold, so it never trips a loss itself.
+ */
+export function trackDeadline(session, token) {
   let last = 0;
   const tick = () => {
-    if (!held()) return;
-    const deadlineAt = now() + remainingMs();
-    if (Math.abs(deadlineAt - last) < 20) return;
+    const deadlineAt = deadlineOf(session);
+    if (deadlineAt === last) return;
     last = deadlineAt;
     emit({
       type: 'info',
@@ -140,20 +164,69 @@ export function trackDeadline(held, remainingMs, token) {
       deadlineAt,
     });
   };
-  const timer = setInterval(tick, 200);
+  tick();
+  const timer = setInterval(tick, 100);
   return () => clearInterval(timer);
+}
+
+/**
+ * Reads whether the hold is still held (`isHeld()`: the SDK compares its clock with the deadline
+ * on this read) and says so in a `check` line with the time the read began and the raw deadline
+ * after it, which the checker holds to: no "held" once the clock had passed the deadline.
+ */
+export function check(token, session, isHeld) {
+  const readAt = now();
+  const held = isHeld();
+  emit({
+    type: 'info',
+    op: 'check',
+    workload: config.workload,
+    name: config.name,
+    token,
+    held,
+    readAt,
+    deadlineAt: deadlineOf(session),
+  });
+  return held;
+}
+
+/**
+ * How long this hold is kept: short (a few hundred ms) or, for a share of holds, several TTLs,
+ * so some holds meet partitions and deadlines while they last.
+ */
+export function planHold() {
+  const long = random.next() < config.longHoldShare;
+  return { long, ms: random.between(long ? config.longHoldMs : config.holdMs) };
+}
+
+/**
+ * The writes of one hold: rounds until `plan.ms` has passed (at least two), the even ones reading
+ * the hold first (a `check` line; when it says lost the hold ends), the odd ones not, as code that
+ * checked once per round trip would not: a holder paused or cut off between rounds sends zombie
+ * writes that only the resource can refuse. The loss signal (`ended`) is heard at the start of
+ * each reading round, not in between, for the same reason. Returns once done.
+ */
+export async function holdRounds(resources, token, session, isHeld, plan, ended) {
+  const until = now() + plan.ms;
+  for (let round = 0; !stopSignal.aborted; round++) {
+    const checked = round % 2 === 0 && config.fenced;
+    if (checked && ended.aborted) return;
+    if (!(await writeAll(resources, token, session, checked ? isHeld : undefined))) return;
+    if (round >= 1 && now() >= until) return;
+    await pause(plan.long ? random.between(config.roundGapMs) : plan.ms);
+  }
 }
 
 let writeSeq = 0;
 
 /**
  * Writes once to every resource under `token` (fenced unless the run is the negative control).
- * With `isHeld`, a write is first refused locally when the hold is already lost (a zombie the SDK
- * prevented); without it the write goes out whatever the hold's state, as code that checked once
- * per hold would send it, and only the resource can refuse it.
+ * With `isHeld`, the round first reads the hold (a `check` line) and, if it is lost, every write
+ * is refused locally (a zombie the SDK prevented); without it the writes go out whatever the
+ * hold's state, and only the resource can refuse them. Each invoke carries the raw deadline.
  */
-export async function writeAll(resources, token, isHeld) {
-  let lost = false;
+export async function writeAll(resources, token, session, isHeld) {
+  const held = isHeld ? check(token, session, isHeld) : true;
   for (const [resource, write] of Object.entries(resources.writers)) {
     const id = nextId();
     const writeId = `${config.process}-${++writeSeq}`;
@@ -166,9 +239,8 @@ export async function writeAll(resources, token, isHeld) {
       resource,
       writeId,
     };
-    emit({ type: 'invoke', ...base });
-    if (lost || (isHeld && !isHeld())) {
-      lost = true;
+    emit({ type: 'invoke', ...base, deadlineAt: deadlineOf(session) });
+    if (!held) {
       emit({ type: 'fail', ...base, reason: 'lost' });
       continue;
     }
@@ -186,7 +258,7 @@ export async function writeAll(resources, token, isHeld) {
         });
     }
   }
-  return !lost;
+  return held;
 }
 
 const WRITE_TIMEOUT_MS = 3_000;
@@ -274,6 +346,7 @@ export function connectOptions() {
     lockPrefix: config.lockPrefix,
     electionPrefix: config.electionPrefix,
     callTimeoutMs: config.callTimeoutMs,
+    attemptTimeoutMs: config.attemptTimeoutMs,
     dialTimeoutMs: 10_000,
     recheckIntervalMs: config.recheckIntervalMs,
     session: { ttlSeconds: config.ttlSeconds },
@@ -289,11 +362,35 @@ export async function start() {
   const resources = await openResources();
   const client = await connect(connectOptions());
   client.onCleanupError(() => {});
+  probed = client;
+  await probeRtt();
+  void probeEvery(RTT_PROBE_MS);
   return { resources, client };
 }
 
-/** A hold granted: its token, local deadline, key and lease, for the checker's S5. */
-export function emitGranted(op, id, token, hold) {
+// This process's own round trip to etcd (a read through its client: its proxy, its connection,
+// its event loop), measured every RTT_PROBE_MS and printed as `rtt` lines: how long news from etcd
+// (a watch event) takes to reach this process, for the checker's deletion bound.
+const RTT_PROBE_MS = 500;
+let probed;
+async function probeRtt() {
+  const t0 = now();
+  try {
+    await probed.holder(config.name);
+  } catch {
+    // unanswered within the call deadline: the sample is still a lower bound
+  }
+  emit({ type: 'info', op: 'rtt', ms: Math.round((now() - t0) * 10) / 10 });
+}
+async function probeEvery(ms) {
+  while (!stopSignal.aborted) {
+    await pause(ms);
+    if (!stopSignal.aborted && !clusterChanged) await probeRtt();
+  }
+}
+
+/** A hold granted: its token, raw local deadline, key, lease and planned length. */
+export function emitGranted(op, id, token, hold, plan) {
   emit({
     type: 'ok',
     op,
@@ -301,14 +398,18 @@ export function emitGranted(op, id, token, hold) {
     workload: config.workload,
     name: config.name,
     token,
-    deadlineAt: now() + hold.session.remainingMs(),
+    deadlineAt: deadlineOf(hold.session),
     key: hold.key,
     leaseId: hold.session.leaseId.toString(16),
+    ...(plan && { holdMs: plan.ms }),
   });
 }
 
-/** A hold's loss signal fired (`err` may be undefined); a change of cluster is noted too. */
-export function emitLost(token, err) {
+/**
+ * A hold's loss signal fired (`err` may be undefined), with the raw deadline then and how
+ * overdue this process's timers are; a change of cluster is noted too.
+ */
+export function emitLost(token, err, session) {
   emit({
     type: 'info',
     op: 'lost',
@@ -317,13 +418,17 @@ export function emitLost(token, err) {
     token,
     reason: err?.code,
     detail: err?.reason,
-    loopLagMs: loopLagMs(),
+    ...(session && { deadlineAt: deadlineOf(session) }),
+    lagNow: lagNow(),
   });
   noteClusterChange(err);
 }
 
-/** Sleeps unless the workload is stopping. */
-export const pause = (ms) => sleep(ms, undefined, { signal: stopSignal }).catch(() => {});
+/** Sleeps unless the workload is stopping (or `also` aborts). */
+export const pause = (ms, also) =>
+  sleep(ms, undefined, { signal: also ? AbortSignal.any([stopSignal, also]) : stopSignal }).catch(
+    () => {},
+  );
 
 /** Ends the process once the workload is done, even if a handle would keep it alive. */
 export async function finish(client, resources) {

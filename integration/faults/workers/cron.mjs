@@ -1,17 +1,20 @@
 // The cron workload: one replica of a scheduler whose job fires every second; the run that wins a
 // fire writes to every resource with the run's token (the first round checked against the run's
 // signal, the second not) and ends. A run is a hold in the history: `ok cron-run` with the token
-// when it starts, `invoke`/`ok release` when it ends.
+// and fire time when it starts, `invoke`/`ok release` when it ends. The replica's wall clock can
+// be skewed by the runner (`skew` command): the scheduler reads it through its `now` option.
+// Claims and skips are logged (`cron-claim`, `cron-skip`) for the checker and the timeline.
 import { createScheduler } from '@leasehold/cron';
 import {
   clusterHasChanged,
   config,
   emit,
+  deadlineOf,
   emitLost,
   finish,
+  onCommand,
   nextId,
   noteClusterChange,
-  now,
   pause,
   random,
   reconnect,
@@ -20,6 +23,15 @@ import {
   trackDeadline,
   writeAll,
 } from './common.mjs';
+
+let skewMs = 0;
+onCommand('skew', (msg) => {
+  skewMs = msg.ms;
+  emit({ type: 'info', op: 'skew', workload: config.workload, ms: skewMs });
+});
+const skewedNow = () => new Date(Date.now() + skewMs);
+/** Each run's session, by token, for its loss line's deadline. */
+const sessions = new Map();
 
 const started = await start();
 const { resources } = started;
@@ -51,6 +63,7 @@ async function schedule(client) {
       scheduler = await createScheduler(client, {
         prefix: config.cronPrefix,
         runner: config.process,
+        now: skewedNow,
       });
     } catch (err) {
       emit({ type: 'info', op: 'scheduler-failed', workload, reason: String(err?.code ?? err) });
@@ -59,11 +72,44 @@ async function schedule(client) {
       await pause(200);
     }
   }
-  scheduler.onError((event) => noteClusterChange(event.error));
-  scheduler.onLost((event) => emitLost(event.token.toString(), event.error));
+  scheduler.onError((event) => {
+    emit({
+      type: 'info',
+      op: 'cron-error',
+      workload,
+      name,
+      ...(event.fireTime && { fireTime: event.fireTime.toISOString() }),
+      reason: event.error?.code ?? event.error?.name,
+      message: String(event.error?.message ?? event.error),
+    });
+    noteClusterChange(event.error);
+  });
+  scheduler.onLost((event) => {
+    const token = event.token.toString();
+    emitLost(token, event.error, sessions.get(token));
+  });
+  const fire = (event) => ({ workload, name, fireTime: event.fireTime.toISOString() });
+  scheduler.onClaimed((event) =>
+    emit({ type: 'info', op: 'cron-claim', ...fire(event), token: event.token.toString() }),
+  );
+  scheduler.onSkipped((event) =>
+    emit({
+      type: 'info',
+      op: 'cron-skip',
+      ...fire(event),
+      reason: event.reason,
+      ...(event.holder && {
+        holder: {
+          runner: event.holder.runner,
+          token: event.holder.token?.toString(),
+          fireTime: event.holder.fireTime,
+        },
+      }),
+    }),
+  );
   scheduler.schedule(
     name,
-    { everyMs: 1_000 },
+    { everyMs: config.cron.everyMs },
     async ({ token: bigToken, signal, fireTime }) => {
       const token = bigToken.toString();
       const id = nextId();
@@ -83,26 +129,26 @@ async function schedule(client) {
         workload,
         name,
         token,
-        deadlineAt: now() + session.remainingMs(),
+        fireTime: fireTime.toISOString(),
+        deadlineAt: deadlineOf(session),
       });
-      const untrack = trackDeadline(
-        () => !signal.aborted,
-        () => session.remainingMs(),
-        token,
-      );
+      const untrack = trackDeadline(session, token);
+      sessions.set(token, session);
       try {
-        if (await writeAll(resources, token, config.fenced ? () => !signal.aborted : undefined)) {
+        const isHeld = () => !signal.aborted;
+        if (await writeAll(resources, token, session, config.fenced ? isHeld : undefined)) {
           await pause(random.between([100, 300]));
-          await writeAll(resources, token, undefined);
+          await writeAll(resources, token, session, undefined);
         }
       } finally {
         untrack();
+        setTimeout(() => sessions.delete(token), 10_000).unref();
         const rid = nextId();
         emit({ type: 'invoke', op: 'release', id: rid, workload, name, token });
         emit({ type: 'ok', op: 'release', id: rid, workload, name, token });
       }
     },
-    { overlap: 'skip', lateToleranceMs: 2_000 },
+    { overlap: 'skip', lateToleranceMs: config.cron.lateToleranceMs },
   );
   return scheduler;
 }

@@ -1,9 +1,10 @@
 // The election workload: `lead()` the election; while leading, write to every resource with the
-// term's token a few rounds (the first checked against the term's signal, the later ones not),
+// term's token in rounds for a short or a long term (see `holdRounds`), proclaim a new value once,
 // then return so that `lead()` resigns and another candidate gets a term; campaign again.
 import {
   clusterHasChanged,
   config,
+  detailOf,
   emit,
   emitGranted,
   emitLost,
@@ -16,8 +17,9 @@ import {
   reconnect,
   start,
   stopSignal,
+  holdRounds,
+  planHold,
   trackDeadline,
-  writeAll,
 } from './common.mjs';
 
 const started = await start();
@@ -25,6 +27,7 @@ const { resources } = started;
 let { client } = started;
 const { workload, name } = config;
 emit({ type: 'info', op: 'ready', workload, name });
+let termPlan;
 
 while (!stopSignal.aborted) {
   if (clusterHasChanged()) client = await reconnect(client);
@@ -38,18 +41,19 @@ while (!stopSignal.aborted) {
       config.process,
       async ({ token: bigToken, signal, leadership }) => {
         const token = bigToken.toString();
-        const untrack = trackDeadline(
-          () => leadership.isLeader,
-          () => leadership.session.remainingMs(),
-          token,
-        );
+        const untrack = trackDeadline(leadership.session, token);
         try {
-          const rounds = random.between([2, 3]);
-          for (let round = 0; round < rounds && !stopSignal.aborted; round++) {
-            const held = round === 0 ? () => !signal.aborted : undefined;
-            if (!(await writeAll(resources, token, held))) break;
-            await pause(random.between(config.holdMs));
-          }
+          const plan = termPlan;
+          const proclaiming = holdRounds(
+            resources,
+            token,
+            leadership.session,
+            () => leadership.isLeader,
+            plan,
+            signal,
+          );
+          await proclaim(leadership, token, signal);
+          await proclaiming;
         } finally {
           untrack();
         }
@@ -61,8 +65,10 @@ while (!stopSignal.aborted) {
         recampaign: false,
         onElected: (leadership) => {
           term = leadership.token.toString();
-          emitGranted('campaign', id, term, leadership);
-          leadership.onLost((err) => emitLost(term, err));
+          termPlan = planHold();
+          emitGranted('campaign', id, term, leadership, termPlan);
+          const mine = term;
+          leadership.onLost((err) => emitLost(mine, err, leadership.session));
         },
         onLost: (err) => noteClusterChange(err),
       },
@@ -71,7 +77,16 @@ while (!stopSignal.aborted) {
       emit({ type: 'ok', op: 'resign', id: resign.id, workload, name, token: resign.token });
     else if (!term) emit({ type: 'fail', op: 'campaign', id, workload, name, reason: 'aborted' });
   } catch (err) {
-    if (!term) emit({ type: 'fail', op: 'campaign', id, workload, name, reason: reasonOf(err) });
+    if (!term)
+      emit({
+        type: 'fail',
+        op: 'campaign',
+        id,
+        workload,
+        name,
+        reason: reasonOf(err),
+        detail: detailOf(err),
+      });
     else if (resign)
       emit({
         type: 'fail',
@@ -87,3 +102,20 @@ while (!stopSignal.aborted) {
   }
 }
 await finish(client, resources);
+
+/**
+ * Once per term, a while after it starts, the leader proclaims a new value (a guarded put to its
+ * own key): its key's mod revision moves on while its create revision, the token, stays.
+ */
+async function proclaim(leadership, token, signal) {
+  await pause(random.between(config.roundGapMs), signal);
+  if (signal.aborted || stopSignal.aborted) return;
+  const pid = nextId();
+  emit({ type: 'invoke', op: 'proclaim', id: pid, workload, name, token });
+  try {
+    await leadership.proclaim(`${config.process}:${token}:proclaimed`);
+    emit({ type: 'ok', op: 'proclaim', id: pid, workload, name, token });
+  } catch (err) {
+    emit({ type: 'fail', op: 'proclaim', id: pid, workload, name, token, reason: reasonOf(err) });
+  }
+}

@@ -1,11 +1,11 @@
 // The lock workload (and, with `fenced: false`, the negative control): acquire the lock, write to
-// every resource, wait a while as work would, write again, release; over and over until stopped.
-// The first round of writes checks the hold first; the second does not, as code that checked
-// once per hold would not, so a holder paused between them sends zombie writes that only the
-// resource can refuse.
+// every resource in rounds for a short hold or one of several TTLs (see `holdRounds`: the even
+// rounds read the hold first, the odd ones do not), release; over and over until stopped. The
+// hold ends early when its loss signal fires or a read says it is lost.
 import {
   clusterHasChanged,
   config,
+  detailOf,
   emit,
   emitGranted,
   emitLost,
@@ -18,8 +18,9 @@ import {
   reconnect,
   start,
   stopSignal,
+  holdRounds,
+  planHold,
   trackDeadline,
-  writeAll,
 } from './common.mjs';
 
 const started = await start();
@@ -37,24 +38,29 @@ while (!stopSignal.aborted) {
   try {
     lock = await client.acquire(name, { timeoutMs, signal: stopSignal });
   } catch (err) {
-    emit({ type: 'fail', op: 'acquire', id, workload, name, reason: reasonOf(err) });
+    emit({
+      type: 'fail',
+      op: 'acquire',
+      id,
+      workload,
+      name,
+      reason: reasonOf(err),
+      detail: detailOf(err),
+    });
     noteClusterChange(err);
     await pause(random.between([20, 120]));
     continue;
   }
   const token = lock.token.toString();
-  emitGranted('acquire', id, token, lock);
-  lock.onLost((err) => emitLost(token, err));
-  const untrack = trackDeadline(
-    () => lock.isHeld,
-    () => lock.session.remainingMs(),
-    token,
-  );
-  const held = () => lock.isHeld;
-  if (await writeAll(resources, token, config.fenced ? held : undefined)) {
-    await pause(random.between(config.holdMs));
-    await writeAll(resources, token, undefined);
-  }
+  const plan = planHold();
+  emitGranted('acquire', id, token, lock, plan);
+  const ended = new AbortController();
+  lock.onLost((err) => {
+    emitLost(token, err, lock.session);
+    ended.abort();
+  });
+  const untrack = trackDeadline(lock.session, token);
+  await holdRounds(resources, token, lock.session, () => lock.isHeld, plan, ended.signal);
   untrack();
   const rid = nextId();
   emit({ type: 'invoke', op: 'release', id: rid, workload, name, token });
