@@ -42,6 +42,9 @@ const byLease = (key: Buffer, session: Session): ICompare => ({
   lease: session.leaseId.toString(),
 });
 const revisionOf = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+/** A join txn that neither created its key nor found it: its guard failed. */
+const isRefused = (res: ITxnResponse) =>
+  !res.succeeded && res.responses[0]!.response_range.kvs.length === 0;
 /** The join txn's key's create revision: the txn's own revision if it created the key. */
 const tokenOf = (res: ITxnResponse) =>
   res.succeeded
@@ -54,6 +57,33 @@ export const isMember = (kv: IKeyValue): boolean => kv.lease !== '0';
 /** etcd's refusal of a put whose lease no longer exists. */
 export const isLeaseNotFound = (err: unknown): boolean =>
   /requested lease not found/.test(String((err as Error | undefined)?.message));
+
+/**
+ * Which older keys an entry waits for, and how many of them may remain when it is admitted
+ * (holds): a lock's or an election's entry waits for every older key, capacity 1 (it is first);
+ * a semaphore's for every older key, capacity `permits`; a reader's for older writers only,
+ * capacity 1. Keys only ever leave the set an entry waits for, so the watch alone admits it.
+ */
+export interface Admission {
+  /** Admitted once fewer than this many of the keys that block it remain. */
+  capacity: number;
+  /** Whether the older key `key` blocks the entry. Default: every older key does. */
+  blocks?: (key: string) => boolean;
+  /**
+   * Compares the join txn must pass to create the key (a semaphore's: no key with other
+   * permits): atomic with the create, so no key ever joins past one it disagrees with.
+   */
+  guard?: ICompare[];
+  /** The error of a join the guard refused, from the keys in the queue's range then. */
+  refused?: (kvs: IKeyValue[]) => Error;
+  /**
+   * More reads for the join txn, asked for as it is sent (a semaphore's slot records): `seen`
+   * gets their answers, the queue's keys (keys only) and the revision they were read at, before
+   * the entry follows the queue.
+   */
+  reads?: () => IRequestOp[];
+  seen?: (answers: IKeyValue[][], queue: IKeyValue[], readAt: bigint) => void;
+}
 
 export class Queue {
   /** Local turns at each key: one session's entries for one name take the key one at a time. */
@@ -102,10 +132,21 @@ export class Queue {
       turnSignal?: AbortSignal;
       /** Read the holder's value too (for `LockTakenError`); otherwise `holder` has keys only. */
       withHolder?: boolean;
+      /**
+       * Entries of one session that may hold at once (permits, readers) need keys of their own:
+       * with a tag the key is `<tag>.<lease hex>.<n>`, n the lowest no entry of this client has.
+       * Without one it is `<lease hex>` (etcd's Go scheme), which the session's entries take in
+       * turns.
+       */
+      tag?: string;
+      /** Default: every older key blocks, capacity 1. */
+      admission?: Admission;
     },
   ): Promise<Entry> {
     const range = this.range(segment);
-    const key = Buffer.from(`${range}${session.leaseId.toString(16)}`);
+    const hex = session.leaseId.toString(16);
+    const tagged = opts.tag === undefined ? undefined : `${range}${opts.tag}.${hex}.`;
+    const key = Buffer.from(tagged === undefined ? `${range}${hex}` : this.#free(tagged));
     const slot = this.#slots.enter(key.toString());
     try {
       if (slot.waits) {
@@ -129,11 +170,13 @@ export class Queue {
         request_range: { ...span, sort_order: 'Ascend', sort_target: 'Create', limit: 1 },
       });
     }
+    const own = reads.length + 1;
+    reads.push(...(opts.admission?.reads?.() ?? []));
     const put = { key, value: opts.value, lease: session.leaseId.toString() };
     const sent = this.etcd.txn(
       `${this.noun} join`,
       {
-        compare: [byCreate(key, 0n)],
+        compare: [byCreate(key, 0n), ...(opts.admission?.guard ?? [])],
         success: [{ request_put: put }, ...reads],
         failure: [{ request_range: { key } }, ...reads],
       },
@@ -150,27 +193,60 @@ export class Queue {
       // answered, or was refused, it may still land later: the sweep collects that key.
       slot.idle();
       void sent.then(
-        (late) => this.remove('withdraw', session, key, byCreate(key, tokenOf(late)), slot),
+        (late) =>
+          isRefused(late)
+            ? slot.leave()
+            : this.remove('withdraw', session, key, byCreate(key, tokenOf(late)), slot),
         () => slot.leave(),
       );
       throw err;
     }
+    const { capacity = 1, blocks, refused } = opts.admission ?? {};
+    if (isRefused(res)) {
+      // Its guard failed and nothing was created: the key is free for the next entry at once.
+      slot.leave();
+      const kvs = res.responses[1]!.response_range.kvs;
+      throw refused ? refused(kvs) : new Error(`${this.noun} join refused by its guard`);
+    }
     const token = tokenOf(res);
-    const ahead = this.#own(range, res.responses[1]!.response_range.kvs)
+    const older = this.#own(range, res.responses[1]!.response_range.kvs)
       .filter((kv) => revisionOf(kv) < token)
       .sort((a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1));
+    const ahead = blocks ? older.filter((kv) => blocks(kv.key.toString())) : older;
+    opts.admission?.seen?.(
+      res.responses.slice(own).map((r) => r.response_range.kvs),
+      res.responses[1]!.response_range.kvs,
+      BigInt(res.header.revision),
+    );
     const adopted = res.succeeded ? undefined : res.responses[0]!.response_range.kvs[0]!;
     const value = adopted?.value ?? opts.value;
-    const entry = new Entry(this, session, slot, key.toString(), token, value, opts.lostError);
+    const entry = new Entry(
+      this,
+      session,
+      slot,
+      key.toString(),
+      token,
+      value,
+      opts.lostError,
+      capacity,
+    );
     // The sorted read's first key may belong to a queue nested below this one: then the holder
     // is not known with its value (the caller reads it with `first()`).
     const sorted = opts.withHolder ? res.responses[2]!.response_range.kvs[0] : ahead[0];
     const holder = sorted && this.#own(range, [sorted]).length > 0 ? sorted : undefined;
     entry.listen(ahead, BigInt(res.header.revision), {
-      holder: holder && revisionOf(holder) < token ? holder : undefined,
+      // Only when the entry waits: a permit admitted beside older holders took nobody's turn.
+      holder: holder && revisionOf(holder) < token && ahead.length >= capacity ? holder : undefined,
       adopted,
     });
     return entry;
+  }
+
+  /** `<stem><n>` for the lowest n whose key no entry of this client holds, waits for or removes. */
+  #free(stem: string): string {
+    let n = 0;
+    while (this.#slots.owns(`${stem}${n}`)) n++;
+    return `${stem}${n}`;
   }
 
   /**
@@ -210,9 +286,12 @@ export class Queue {
     for (const kv of kvs) {
       const session = this.sessionOf(kv.lease);
       const key = kv.key.toString();
-      const named = session && key === `${rangeOf(key)}${session.leaseId.toString(16)}`;
+      const hex = session?.leaseId.toString(16);
+      const name = key.slice(rangeOf(key).length);
+      // A tagged key (`<tag>.<lease hex>.<n>`: a permit's, a reader's) is the lease's too.
+      const named = name === hex || name.split('.')[1] === hex;
       // Keys from before this process resumed the lease are the caller's to resume or revoke.
-      if (!named || session.isLost || this.#slots.owns(key)) continue;
+      if (!session || !named || session.isLost || this.#slots.owns(key)) continue;
       if (revisionOf(kv) <= session.startRevision) continue;
       const slot = this.#slots.enter(key);
       void this.remove('sweep', session, kv.key, byCreate(kv.key, revisionOf(kv)), slot);
@@ -318,6 +397,8 @@ export class Entry {
     /** The key's value as the join found or wrote it. */
     readonly value: Buffer,
     private readonly lostError: LostError,
+    /** Admitted once fewer than this many of the keys ahead remain (see {@link Admission}). */
+    private readonly capacity = 1,
   ) {}
 
   #stop(): void {
@@ -499,7 +580,7 @@ export class Entry {
 
   #maybeFirst(): void {
     const state = this.#state;
-    if (state.kind !== 'waiting' || state.unsure || state.ahead.size > 0) return;
+    if (state.kind !== 'waiting' || state.unsure || state.ahead.size >= this.capacity) return;
     this.#state = { kind: 'first' };
     this.slot.held(this.token);
     this.#becameFirst?.();
