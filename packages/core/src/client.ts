@@ -16,6 +16,17 @@ import {
 import { defaults, encodeName, checkOptions, invalid, tunables } from './options.js';
 import { Observer, type LeaderState, type ObserveOptions } from './observe.js';
 import { Queue } from './queue.js';
+import { acquireMode, tryAcquireMode } from './rwlock.js';
+import {
+  acquirePermit,
+  semaphoreState,
+  tryAcquirePermit,
+  type Permit,
+  type PermitContext,
+  type PermitOptions,
+  type SemaphoreState,
+  type TryPermitOptions,
+} from './semaphore.js';
 import { Session, type SessionOptions } from './session.js';
 import { Watch } from './watch.js';
 import { errField } from './logger.js';
@@ -170,20 +181,126 @@ export class Leasehold implements AsyncDisposable {
    * rethrows what it throws: a failure to release never replaces `fn`'s outcome (it is reported
    * through {@link onCleanupError} while the release goes on in the background).
    */
-  async withLock<T>(
+  withLock<T>(
     name: string,
     fn: (lock: LockContext) => Promise<T> | T,
     options: AcquireOptions = {},
   ): Promise<T> {
-    if (typeof fn !== 'function') {
-      throw invalid('withLock fn', 'a function to run while holding the lock', fn);
-    }
-    const lock = await this.acquire(name, options);
+    return this.#holding(
+      'withLock fn',
+      fn,
+      () => this.acquire(name, options),
+      (lock) => fn({ token: lock.token, signal: lock.signal, lock }),
+    );
+  }
+
+  /** Runs `run(held)` holding what `acquire` returns, then releases it (see `withLock`). */
+  async #holding<H extends Lock, T>(
+    what: string,
+    fn: unknown,
+    acquire: () => Promise<H>,
+    run: (held: H) => Promise<T> | T,
+  ): Promise<T> {
+    if (typeof fn !== 'function') throw invalid(what, 'a function to run while holding it', fn);
+    const held = await acquire();
     try {
-      return await fn({ token: lock.token, signal: lock.signal, lock });
+      return await run(held);
     } finally {
-      await lock.release().catch((err: LeaseholdError) => this.#report(err));
+      await held.release().catch((err: LeaseholdError) => this.#report(err));
     }
+  }
+
+  /**
+   * Waits for a permit of the semaphore `name`, which admits `options.permits` holders at once,
+   * and returns it held, with its fencing token and its slot (0 … permits − 1). Waiting is FIFO.
+   * Rejects like `acquire` (abort, `LockTimeoutError`, the session's loss), and with
+   * `PermitsMismatchError` if the semaphore is in use with other permits; the waiter's key is
+   * then removed.
+   */
+  acquirePermit(name: string, options: PermitOptions): Promise<Permit> {
+    return acquirePermit(this, name, options);
+  }
+
+  /** Takes a permit only if one is free now; otherwise rejects with `LockTakenError`. */
+  tryAcquirePermit(name: string, options: TryPermitOptions): Promise<Permit> {
+    return tryAcquirePermit(this, name, options);
+  }
+
+  /**
+   * Runs `fn({ token, slot, signal, permit })` holding a permit of `name` and releases it
+   * afterwards, like `withLock`.
+   */
+  withPermit<T>(
+    name: string,
+    options: PermitOptions,
+    fn: (permit: PermitContext) => Promise<T> | T,
+  ): Promise<T> {
+    return this.#holding(
+      'withPermit fn',
+      fn,
+      () => this.acquirePermit(name, options),
+      (p) => fn({ token: p.token, slot: p.slot, signal: p.signal, permit: p }),
+    );
+  }
+
+  /**
+   * The semaphore `name` now: its limit, its holders (with their slots) and its waiters in order.
+   * One linearizable read.
+   */
+  semaphore(name: string): Promise<SemaphoreState> {
+    return semaphoreState(this.locks, name);
+  }
+
+  /**
+   * Waits to read under the read/write lock `name` and returns the hold: readers share, a writer
+   * excludes everyone, FIFO between them (a reader that comes after a waiting writer waits for
+   * it). Rejects like `acquire`.
+   */
+  acquireRead(name: string, options: AcquireOptions = {}): Promise<Lock> {
+    return acquireMode(this, name, 'read', options);
+  }
+
+  /** Waits to write under the read/write lock `name`: alone, after every earlier hold. */
+  acquireWrite(name: string, options: AcquireOptions = {}): Promise<Lock> {
+    return acquireMode(this, name, 'write', options);
+  }
+
+  /** Reads under `name` only if no writer holds or waits ahead now; else `LockTakenError`. */
+  tryAcquireRead(name: string, options: TryAcquireOptions = {}): Promise<Lock> {
+    return tryAcquireMode(this, name, 'read', options);
+  }
+
+  /** Writes under `name` only if nobody holds or waits now; else `LockTakenError`. */
+  tryAcquireWrite(name: string, options: TryAcquireOptions = {}): Promise<Lock> {
+    return tryAcquireMode(this, name, 'write', options);
+  }
+
+  /** Runs `fn` holding `name` for reading, then releases it, like `withLock`. */
+  withRead<T>(
+    name: string,
+    fn: (lock: LockContext) => Promise<T> | T,
+    options: AcquireOptions = {},
+  ): Promise<T> {
+    return this.#holding(
+      'withRead fn',
+      fn,
+      () => this.acquireRead(name, options),
+      (lock) => fn({ token: lock.token, signal: lock.signal, lock }),
+    );
+  }
+
+  /** Runs `fn` holding `name` for writing, then releases it, like `withLock`. */
+  withWrite<T>(
+    name: string,
+    fn: (lock: LockContext) => Promise<T> | T,
+    options: AcquireOptions = {},
+  ): Promise<T> {
+    return this.#holding(
+      'withWrite fn',
+      fn,
+      () => this.acquireWrite(name, options),
+      (lock) => fn({ token: lock.token, signal: lock.signal, lock }),
+    );
   }
 
   /**

@@ -33,7 +33,8 @@ export type LeaseholdErrorCode =
   | 'CAMPAIGN_TIMEOUT'
   | 'LEADERSHIP_LOST'
   | 'LEADERSHIP_RESIGNED'
-  | 'INSUFFICIENT_LEASE_TIME';
+  | 'INSUFFICIENT_LEASE_TIME'
+  | 'PERMITS_MISMATCH';
 
 export class LeaseholdError extends Error {
   declare readonly code: LeaseholdErrorCode;
@@ -210,12 +211,11 @@ export class LockTakenError extends LeaseholdError {
     readonly holderKey: string,
     readonly holderToken: bigint,
     readonly holderValue = '',
+    /** What is taken, for the message: `lock "jobs"`, `all 3 permits of semaphore "api"`. */
+    what = `lock ${JSON.stringify(lockName)}`,
   ) {
     const by = holderValue === '' ? '' : ` ${JSON.stringify(holderValue)}`;
-    super(
-      'LOCK_TAKEN',
-      `lock ${JSON.stringify(lockName)} is held by${by} ${holderKey} (token ${holderToken})`,
-    );
+    super('LOCK_TAKEN', `${what} is held by${by} ${holderKey} (token ${holderToken})`);
   }
 }
 
@@ -341,6 +341,24 @@ export class InsufficientLeaseTimeError extends LeaseholdError {
   }
 }
 
+/**
+ * A semaphore's holders and waiters all use one `permits`: the oldest key's (the first holder's)
+ * is the semaphore's limit until its queue is empty again. This call asked for `permits`; the
+ * semaphore has `heldPermits`. Nothing was acquired (its queue key is withdrawn).
+ */
+export class PermitsMismatchError extends LeaseholdError {
+  constructor(
+    readonly semaphore: string,
+    readonly permits: number,
+    readonly heldPermits: number,
+  ) {
+    super(
+      'PERMITS_MISMATCH',
+      `semaphore ${JSON.stringify(semaphore)} is in use with permits ${heldPermits}; this call asked for permits ${permits}. Every holder and waiter of a semaphore must give the same permits (a new limit takes effect once nobody holds or waits)`,
+    );
+  }
+}
+
 function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
   return (err: unknown): err is E =>
     typeof err === 'object' &&
@@ -381,3 +399,4 @@ export const isLeadershipLostError = guard<LeadershipLostError>('LEADERSHIP_LOST
 export const isLeadershipResignedError = guard<LeadershipResignedError>('LEADERSHIP_RESIGNED');
 export const isInsufficientLeaseTimeError =
   guard<InsufficientLeaseTimeError>('INSUFFICIENT_LEASE_TIME');
+export const isPermitsMismatchError = guard<PermitsMismatchError>('PERMITS_MISMATCH');

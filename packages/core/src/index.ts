@@ -3,6 +3,15 @@ export { connect, type ConnectOptions } from './connect.js';
 export { Session, type SessionOptions } from './session.js';
 export { Lock, type AcquireOptions, type TryAcquireOptions, type LockContext } from './mutex.js';
 export { type LockGuard, type FencedOp, type Holder } from './hold.js';
+export {
+  Permit,
+  MAX_PERMITS,
+  type PermitOptions,
+  type TryPermitOptions,
+  type PermitContext,
+  type PermitHolder,
+  type SemaphoreState,
+} from './semaphore.js';
 export { Leadership, type CampaignOptions } from './election.js';
 export { type LeaderState, type ObserveOptions } from './observe.js';
 export { type LeadOptions, type LeaderContext, type LeaderWork } from './lead.js';

@@ -57,7 +57,7 @@ export interface LockMaker {
   sharedSession(signal?: AbortSignal): Promise<Session>;
 }
 
-const lostError: LostError = (reason, entry, cause) => {
+export const lostError: LostError = (reason, entry, cause) => {
   const message = `lock ${entry.key} (token ${entry.token}) is lost: ${lossWhy(reason, cause)}`;
   return new LockLostError(reason, entry.key, entry.token, message, cause ? { cause } : undefined);
 };
@@ -155,7 +155,7 @@ async function tryAcquireNow(
 /** The default holder value's bytes: one copy for every hold of the process (never written). */
 let defaultValueBytes: Buffer | undefined;
 
-function holderValue(options: AcquireOptions): Buffer {
+export function holderValue(options: AcquireOptions): Buffer {
   if (options.value === undefined) return (defaultValueBytes ??= Buffer.from(defaultHolderValue()));
   return Buffer.from(validateValue('value', options.value));
 }
@@ -187,7 +187,7 @@ export async function sessionFor(
  * when the lock is lost, and with {@link LockReleasedError} on release.
  */
 export class Lock extends Hold<LockLostError, LockReleasedError> {
-  private constructor(
+  protected constructor(
     entry: Entry,
     /** The lock's name as given to `acquire`. */
     readonly name: string,

@@ -65,7 +65,7 @@ export const metricNames = {
   cronRuns: 'leasehold.cron.runs',
 } as const;
 
-export type AcquireKind = 'lock' | 'election';
+export type AcquireKind = 'lock' | 'election' | 'semaphore' | 'rwlock';
 /** How an acquisition (`acquire`, `tryAcquire`, `campaign`) ended. */
 export type AcquireOutcome = 'acquired' | 'taken' | 'timeout' | 'aborted' | 'lost' | 'error';
 
