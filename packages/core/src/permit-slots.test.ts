@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { pickSlot, slotRecords, type SlotRecord } from './permit-slots.js';
+import { FakeKv, fakeWatch } from './etcd.fake.js';
+import { pickSlot, slotRecords, SlotView, type SlotRecord } from './permit-slots.js';
+import type { Queue } from './queue.js';
 
 describe('slot records', () => {
   const kv = (slot: string, value: string, mod = 5) => ({
@@ -81,5 +83,44 @@ describe('pickSlot', () => {
       ['b', 2n],
     ]);
     expect(pickSlot(2, mine, records, live)).toBeUndefined();
+  });
+});
+
+describe('SlotView', () => {
+  const ranges = { queue: 'L/s%sem/', slots: 'L/s%slot/' };
+  const record = (key: string, token: number) => ({
+    value: JSON.stringify({ key, token: String(token) }),
+  });
+
+  it('follows both ranges from the watch, a revision that touches both included', () => {
+    const store = new FakeKv();
+    const watch = fakeWatch('L/');
+    const view = new SlotView({ watch: watch.watch } as unknown as Queue, ranges);
+    view.start([], [], store.revision);
+    const a = store.put('L/s%sem/2.a.0', { lease: 7 });
+    const b = store.put('L/s%sem/2.b.0', { lease: 8 });
+    watch.emit(a, b);
+    const token = BigInt(a.kv.create_revision);
+    watch.emit(store.put('L/s%slot/0', record('L/s%sem/2.a.0', Number(token))));
+    expect([...view.live.keys()]).toEqual(['L/s%sem/2.a.0', 'L/s%sem/2.b.0']);
+    expect(view.records.get(0)).toMatchObject({ key: 'L/s%sem/2.a.0', token });
+    // `etcdctl del --prefix`: one revision, both ranges.
+    watch.emit(...store.deleteAll('L/s%sem/2.a.0', 'L/s%sem/2.b.0', 'L/s%slot/0'));
+    expect(view.live.size).toBe(0);
+    expect(view.records.size).toBe(0);
+  });
+
+  it('skips what a read it took as the truth already holds', () => {
+    const store = new FakeKv();
+    const watch = fakeWatch('L/');
+    const view = new SlotView({ watch: watch.watch } as unknown as Queue, ranges);
+    view.start([], [], store.revision);
+    const put = store.put('L/s%sem/2.a.0', { lease: 7 });
+    const gone = store.delete('L/s%sem/2.a.0');
+    view.reset([], [], store.revision); // a claim's answer, ahead of the stream
+    watch.emit(put, gone);
+    expect(view.live.size).toBe(0);
+    view.stop();
+    expect(watch.live()).toEqual([]);
   });
 });

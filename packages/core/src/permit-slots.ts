@@ -106,8 +106,11 @@ export function viewReads(ranges: Ranges): IRequestOp[] {
 export class SlotView {
   readonly records = new Map<number, SlotRecord>();
   readonly live = new Map<string, bigint>();
-  /** Events up to this revision are in the view. */
-  #at = 0n;
+  /**
+   * The revision of the last read taken as the truth: the watch may still deliver events up to
+   * it (a txn's answer can overtake the stream), which the read already holds.
+   */
+  #readAt = 0n;
   #subs: Disposable[] = [];
   /** Acquisitions using it; it stops following the watch when none is left. */
   users = 0;
@@ -137,8 +140,8 @@ export class SlotView {
 
   /** Takes a read of both ranges at `readAt` as the truth (a refused claim's answer). */
   reset(slots: IKeyValue[], queue: IKeyValue[], readAt: bigint): void {
-    if (readAt < this.#at) return;
-    this.#at = readAt;
+    if (readAt < this.#readAt) return;
+    this.#readAt = readAt;
     this.records.clear();
     for (const [slot, record] of slotRecords(this.ranges, slots)) this.records.set(slot, record);
     this.live.clear();
@@ -151,12 +154,12 @@ export class SlotView {
   stop(): void {
     for (const sub of this.#subs) sub[Symbol.dispose]();
     this.#subs = [];
-    this.#at = 0n;
+    this.#readAt = 0n;
   }
 
   #events(batch: readonly WatchEvent[], revision: bigint): void {
-    if (revision <= this.#at) return;
-    this.#at = revision;
+    // One revision may touch both ranges (`etcdctl del --prefix`): each range's batch counts.
+    if (revision <= this.#readAt) return;
     for (const { kind, kv } of batch) {
       const key = kv.key.toString();
       const slot = slotOf(this.ranges, key);
@@ -172,7 +175,7 @@ export class SlotView {
 
   /** A keys-only read of one range: what is gone is gone; values it cannot give are kept. */
   #read(range: string, kvs: IKeyValue[], readAt: bigint): void {
-    if (readAt < this.#at) return;
+    if (readAt < this.#readAt) return;
     const present = new Set(kvs.map((kv) => kv.key.toString()));
     if (range === this.ranges.queue) {
       this.live.clear();
