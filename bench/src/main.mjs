@@ -10,6 +10,7 @@ import { printTable } from './lib/table.mjs';
 import { now } from './lib/stats.mjs';
 import * as uncontended from './scenarios/uncontended.mjs';
 import * as handoff from './scenarios/handoff.mjs';
+import * as permitHandoff from './scenarios/permit-handoff.mjs';
 import * as contended from './scenarios/contended.mjs';
 import * as idleQueue from './scenarios/idle-queue.mjs';
 import * as manyLocks from './scenarios/many-locks.mjs';
@@ -23,6 +24,7 @@ const scenarios = [
   uncontended,
   rpcs,
   handoff,
+  permitHandoff,
   contended,
   idleQueue,
   manyLocks,
