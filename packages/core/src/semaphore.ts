@@ -36,7 +36,7 @@ import {
   viewReads,
   type Ranges,
 } from './permit-slots.js';
-import type { Entry, Queue } from './queue.js';
+import { isMember, type Entry, type Queue } from './queue.js';
 
 /** The most permits a semaphore can have. */
 export const MAX_PERMITS = 10_000;
@@ -241,7 +241,9 @@ export async function semaphoreState(queue: Queue, name: string): Promise<Semaph
     { idempotent: true },
   );
   const [keys, slots] = res.responses.map((r) => r.response_range.kvs);
-  const kvs = (keys ?? []).filter((kv) => rangeOf(kv.key.toString()) === ranges.queue);
+  const kvs = (keys ?? []).filter(
+    (kv) => isMember(kv) && rangeOf(kv.key.toString()) === ranges.queue,
+  );
   const records = slotRecords(ranges, slots ?? []);
   const limit = kvs.map((kv) => permitsOf(kv.key.toString())).find((p) => p !== undefined);
   const state: SemaphoreState = { permits: limit, holders: [], waiting: [] };
