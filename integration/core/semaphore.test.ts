@@ -64,6 +64,24 @@ describe('semaphores', () => {
     await (await c.acquirePermit('api', { permits: 5 })).release();
   });
 
+  it('a key written by hand into a semaphore’s queue that names no permits refuses joins, saying so', async () => {
+    const prefix = uniquePrefix('sem-foreign');
+    await using c = await client(prefix);
+    // A key that starts like a permit key (with a digit) but names no permits.
+    const lease = admin.lease(10);
+    await lease.grant();
+    await lease.put(`${prefix}f%sem/42`).value('by hand');
+    try {
+      const err = await c.acquirePermit('f', { permits: 2 }).catch((e: unknown) => e);
+      expect(isPermitsMismatchError(err)).toBe(true);
+      expect((err as Error).message).toMatch(
+        /holds a key that names no permits .*asked for permits 2/,
+      );
+    } finally {
+      await lease.revoke();
+    }
+  });
+
   it('one session holds several permits of one semaphore; slots are the lowest free; a freed slot goes to the next holder; the records go once idle', async () => {
     const prefix = uniquePrefix('sem-slots');
     await using c = await client(prefix);
@@ -240,6 +258,15 @@ describe('semaphores', () => {
     });
     expect(held.isHeld).toBe(true);
     await held.release();
+  });
+
+  it('a client that closes right after its last release removes the slot records as it closes', async () => {
+    const prefix = uniquePrefix('sem-close');
+    const c = await client(prefix);
+    await (await c.acquirePermit('c', { permits: 2 })).release();
+    expect(await keys(`${prefix}c%slot/`)).toHaveLength(1); // removed a second later, or on close
+    await c.close();
+    expect(await keys(prefix)).toEqual([]);
   });
 
   it('withPermit runs fn with the token and slot and releases; its own outcome wins', async () => {

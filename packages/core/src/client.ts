@@ -15,6 +15,7 @@ import {
 } from './mutex.js';
 import { defaults, encodeName, checkOptions, invalid, tunables } from './options.js';
 import { Observer, type LeaderState, type ObserveOptions } from './observe.js';
+import { tidyNow } from './permit-slots.js';
 import { Queue } from './queue.js';
 import { acquireMode, tryAcquireMode } from './rwlock.js';
 import {
@@ -435,7 +436,10 @@ export class Leasehold implements AsyncDisposable {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#closed.abort();
-      await Promise.allSettled([...this.#sessions.values()].map((s) => s.close()));
+      // Beside the revokes (each bounded by callTimeoutMs): the slot records of semaphores whose
+      // last permit this client released just now.
+      const sessions = [...this.#sessions.values()].map((s) => s.close());
+      await Promise.allSettled([...sessions, tidyNow(this.locks)]);
       for (const watch of this.#watches) watch.close();
       this.#stallMonitor.stop();
       this.etcd.close();

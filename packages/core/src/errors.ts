@@ -342,9 +342,10 @@ export class InsufficientLeaseTimeError extends LeaseholdError {
 }
 
 /**
- * A semaphore's holders and waiters all use one `permits`: the oldest key's (the first holder's)
- * is the semaphore's limit until its queue is empty again. This call asked for `permits`; the
- * semaphore has `heldPermits`. Nothing was acquired (its queue key is withdrawn).
+ * A semaphore's holders and waiters all use one `permits`: the first holder's is the semaphore's
+ * limit until its queue is empty again. This call asked for `permits`; the semaphore has
+ * `heldPermits` (`NaN` if what is in its queue names none: a key someone wrote by hand). Nothing
+ * was acquired, and nothing was left in the queue.
  */
 export class PermitsMismatchError extends LeaseholdError {
   constructor(
@@ -352,9 +353,12 @@ export class PermitsMismatchError extends LeaseholdError {
     readonly permits: number,
     readonly heldPermits: number,
   ) {
+    const held = Number.isNaN(heldPermits)
+      ? 'holds a key that names no permits (written by another tool?)'
+      : `is in use with permits ${heldPermits}`;
     super(
       'PERMITS_MISMATCH',
-      `semaphore ${JSON.stringify(semaphore)} is in use with permits ${heldPermits}; this call asked for permits ${permits}. Every holder and waiter of a semaphore must give the same permits (a new limit takes effect once nobody holds or waits)`,
+      `semaphore ${JSON.stringify(semaphore)} ${held}; this call asked for permits ${permits}. Every holder and waiter of a semaphore must give the same permits (a new limit takes effect once nobody holds or waits)`,
     );
   }
 }

@@ -276,30 +276,40 @@ export function useView(queue: Queue, ranges: Ranges): { view: SlotView; release
   };
 }
 
-/** Pending removals of slot records, by semaphore queue, one per client and semaphore. */
-const tidying = new WeakMap<Queue, Set<string>>();
+/** Pending removals of slot records of one client, by semaphore queue: cancel and ranges. */
+const tidying = new WeakMap<Queue, Map<string, { cancel: () => void; ranges: Ranges }>>();
+
+/** Removes the slot records of `ranges` if the queue is empty (one attempt; see `tidyLater`). */
+async function tidy(queue: Queue, ranges: Ranges): Promise<void> {
+  const empty = { ...createdAt(Buffer.from(ranges.queue), 0n), range_end: prefixEnd(ranges.queue) };
+  const slots = { key: Buffer.from(ranges.slots), range_end: prefixEnd(ranges.slots) };
+  const request = { compare: [empty], success: [{ request_delete_range: slots }], failure: [] };
+  await queue.etcd.txn('semaphore slots removal', request, { idempotent: true }).catch(() => {});
+}
 
 /**
  * Removes the slot records of `ranges` a second after a release (once for all releases of that
  * second), if the queue is empty then: nobody can hold a slot, so the history is no longer needed.
- * One attempt: records left behind are used again, and go with a later release.
+ * One attempt: records left behind are used again, and go with a later release. A client that
+ * closes first removes them as it closes (`tidyNow`).
  */
 export function tidyLater(queue: Queue, ranges: Ranges): void {
   let pending = tidying.get(queue);
-  if (!pending) tidying.set(queue, (pending = new Set<string>()));
+  if (!pending)
+    tidying.set(queue, (pending = new Map<string, { cancel: () => void; ranges: Ranges }>()));
   if (pending.has(ranges.queue)) return;
-  pending.add(ranges.queue);
   const set = pending;
-  callAt(queue.clock, queue.clock.now() + tunables.retryMaxMs, () => {
+  const cancel = callAt(queue.clock, queue.clock.now() + tunables.retryMaxMs, () => {
     set.delete(ranges.queue);
-    const empty = {
-      ...createdAt(Buffer.from(ranges.queue), 0n),
-      range_end: prefixEnd(ranges.queue),
-    };
-    const slots = { key: Buffer.from(ranges.slots), range_end: prefixEnd(ranges.slots) };
-    const request = { compare: [empty], success: [{ request_delete_range: slots }], failure: [] };
-    void queue.etcd
-      .txn('semaphore slots removal', request, { idempotent: true })
-      .catch(() => undefined);
+    void tidy(queue, ranges);
   });
+  set.set(ranges.queue, { cancel, ranges });
+}
+
+/** Runs the client's pending removals of slot records at once (it is closing). */
+export async function tidyNow(queue: Queue): Promise<void> {
+  const pending = [...(tidying.get(queue)?.values() ?? [])];
+  tidying.delete(queue);
+  for (const p of pending) p.cancel();
+  await Promise.all(pending.map((p) => tidy(queue, p.ranges)));
 }
