@@ -21,32 +21,30 @@ export async function run(ctx) {
       what: `${n} keys in ${range}`,
     });
   try {
+    // Holds `holders` (a lock, or both permits) with `take`, queues the peer, then measures
+    // from one release to the peer's acquire.
+    const handoff = async (name, take, holders, peerArgs, range) => {
+      const held = [];
+      for (let i = 0; i < holders; i++) held.push(await take());
+      const acquired = peer.request('acquire', { name, ...peerArgs });
+      await queued(range, holders + 1);
+      const t0 = now();
+      await held[0].release();
+      const at = await acquired;
+      for (const h of held.slice(1)) await h.release();
+      await peer.request('release', { name });
+      return at - t0;
+    };
     const ops = {
-      lock: async () => {
-        const lock = await client.acquire('h', { value: 'holder' });
-        const acquired = peer.request('acquire', { name: 'h' });
-        await queued(`${lockPrefix}h/`, 2);
-        const t0 = now();
-        await lock.release();
-        const at = await acquired;
-        await peer.request('release', { name: 'h' });
-        return at - t0;
-      },
-      permit: async () => {
-        const permits = 2;
-        const held = [
-          await client.acquirePermit('p', { permits, value: 'holder' }),
-          await client.acquirePermit('p', { permits, value: 'holder' }),
-        ];
-        const acquired = peer.request('acquire', { name: 'p', permits });
-        await queued(`${lockPrefix}p%sem/`, 3);
-        const t0 = now();
-        await held[0].release();
-        const at = await acquired;
-        await held[1].release();
-        await peer.request('release', { name: 'p' });
-        return at - t0;
-      },
+      lock: () => handoff('h', () => client.acquire('h'), 1, {}, `${lockPrefix}h/`),
+      permit: () =>
+        handoff(
+          'p',
+          () => client.acquirePermit('p', { permits: 2 }),
+          2,
+          { permits: 2 },
+          `${lockPrefix}p%sem/`,
+        ),
     };
     const { samples } = await interleave(ops, {
       rounds: ctx.scale(10, 4),
