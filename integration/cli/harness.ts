@@ -115,6 +115,8 @@ export interface ChildEvent {
   token?: string;
   key?: string;
   leaseId?: string;
+  /** `LEASEHOLD_SLOT`, under `run --permits`. */
+  slot?: string;
   signal?: string;
   code?: number;
 }

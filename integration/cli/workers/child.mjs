@@ -25,6 +25,7 @@ send({
   token: process.env.LEASEHOLD_TOKEN,
   key: process.env.LEASEHOLD_LOCK_KEY ?? process.env.LEASEHOLD_ELECTION_KEY,
   leaseId: process.env.LEASEHOLD_LEASE_ID,
+  slot: process.env.LEASEHOLD_SLOT,
 });
 
 function end(code) {

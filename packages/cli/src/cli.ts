@@ -73,8 +73,12 @@ Examples:
   # The command gets the fencing token: send it with every write to the protected store.
   leasehold run --lock invoice-42 -- sh -c 'echo "token $LEASEHOLD_TOKEN"'
 
+  # At most 3 of these at once, anywhere; each gets its slot (0, 1 or 2).
+  leasehold run --permits 3 --lock payment-api -- sh -c './call-api.sh --slot "$LEASEHOLD_SLOT"'
+
 The command gets LEASEHOLD_TOKEN (the fencing token, decimal), LEASEHOLD_LOCK_KEY (the etcd key)
-and LEASEHOLD_LEASE_ID (hex, as etcdctl lease commands take it). If the lock is lost while it
+and LEASEHOLD_LEASE_ID (hex, as etcdctl lease commands take it); with --permits, LEASEHOLD_SLOT
+too (fence per-slot data as the resource "<name>#<slot>"). If the lock is lost while it
 runs, it gets SIGTERM, then SIGKILL after --grace, and leasehold exits ${exitCodes.lost}. Otherwise
 leasehold exits with the command's code (128+N if a signal ended it).`,
   elect: `
@@ -204,6 +208,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       'Waits for the lock (FIFO), runs the command while holding it, and releases it when the command ends.',
     )
     .requiredOption('--lock <name>', 'the lock to hold')
+    .option(
+      '--permits <n>',
+      "hold a permit of the semaphore <name> that admits n holders at once (LEASEHOLD_SLOT: the permit's slot)",
+    )
     .option(
       '--ttl <seconds>',
       'lease TTL: how soon others get the lock if leasehold dies (default: 10)',

@@ -9,13 +9,20 @@ import {
   isLockTimeoutError,
   type Holder,
   type Leasehold,
+  type Permit,
   type Session,
 } from '@leasehold/core';
 import { connectWith, type ConnectionFlags } from './connection.js';
 import { CliError, exitCodes, usageError } from './exit-codes.js';
 import { printable } from './format.js';
 import { leaseHex, queueRange } from './keys.js';
-import { parseDurationMs, parseGraceMs, parseTtlSeconds, parseValue } from './parse.js';
+import {
+  parseDurationMs,
+  parseGraceMs,
+  parsePermits,
+  parseTtlSeconds,
+  parseValue,
+} from './parse.js';
 import { inQueueOrder, readPrefix } from './read.js';
 import { Signals } from './signals.js';
 import { startStatus, type WaitView } from './status.js';
@@ -35,6 +42,8 @@ export interface HoldFlags extends ConnectionFlags {
 
 export interface RunFlags extends HoldFlags {
   lock: string;
+  /** With it, `--lock` names a semaphore of this many permits. */
+  permits?: string;
 }
 
 /** The flags of `run` and `elect` as numbers, checked before anything connects. */
@@ -141,29 +150,40 @@ async function underHold(
   }
 }
 
-/** `leasehold run --lock NAME -- CMD...` */
+/** `leasehold run --lock NAME -- CMD...`; with `--permits N`, under a permit of the semaphore NAME. */
 export function runUnderLock(flags: RunFlags, command: readonly string[], io: Io): Promise<number> {
   const settings = holdSettings(flags, command);
+  const permits =
+    flags.permits === undefined ? undefined : parsePermits('--permits', flags.permits);
   const { noWait, timeoutMs, value } = settings;
   const name = flags.lock;
+  const what =
+    permits === undefined
+      ? `lock "${printable(name)}"`
+      : `a permit of semaphore "${printable(name)}"`;
   return underHold(
     {
       noun: 'lock',
       prefix: (client) => client.lockPrefix,
-      first: (client, n) => client.holder(n),
-      what: (n) => `lock "${printable(n)}"`,
+      first: async (client, n) =>
+        permits === undefined ? client.holder(n) : (await client.semaphore(n)).holders[0],
+      what: () => what,
       async take(client, session, signal) {
         const options = { session, signal, ...(value === undefined ? {} : { value }) };
-        if (noWait) return client.tryAcquire(name, options);
+        const timeout = timeoutMs === undefined ? {} : { timeoutMs };
         try {
-          return await client.acquire(name, {
-            ...options,
-            ...(timeoutMs === undefined ? {} : { timeoutMs }),
-          });
+          if (permits === undefined) {
+            return noWait
+              ? await client.tryAcquire(name, options)
+              : await client.acquire(name, { ...options, ...timeout });
+          }
+          return noWait
+            ? await client.tryAcquirePermit(name, { ...options, permits })
+            : await client.acquirePermit(name, { ...options, ...timeout, permits });
         } catch (err) {
           if (!isLockTimeoutError(err)) throw err;
           throw new CliError(
-            `lock "${printable(name)}" was not acquired within ${timeoutMs} ms (--wait-timeout)`,
+            `${what} was not acquired within ${timeoutMs} ms (--wait-timeout)`,
             exitCodes.timeout,
             { cause: err },
           );
@@ -171,6 +191,7 @@ export function runUnderLock(flags: RunFlags, command: readonly string[], io: Io
       },
       env: (hold) => ({
         LEASEHOLD_TOKEN: hold.token.toString(),
+        ...(permits === undefined ? {} : { LEASEHOLD_SLOT: String((hold as Permit).slot) }),
         LEASEHOLD_LOCK_KEY: hold.key,
         LEASEHOLD_LEASE_ID: leaseHex(hold.session.leaseId),
       }),

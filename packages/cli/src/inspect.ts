@@ -16,7 +16,7 @@ import { Etcd3, type IOptions } from 'etcd3';
 import { connectOptions, connectWith, type ConnectionFlags } from './connection.js';
 import { CliError, exitCodes } from './exit-codes.js';
 import { formatDuration, printable, quotedValue, table, toJson } from './format.js';
-import { leaseHex, parseQueueKey } from './keys.js';
+import { decodeName, leaseHex, parseQueueKey } from './keys.js';
 import { parseDurationMs } from './parse.js';
 import { inQueueOrder, readPrefix, type Entry } from './read.js';
 import { Signals } from './signals.js';
@@ -69,10 +69,24 @@ export interface InspectSection<T = unknown> {
   render(data: T): string[];
 }
 
+/**
+ * The raw segment of a key under `prefix` (`<segment>/<rest>`), for a key one level deep. A `%`
+ * that is not `%25` or `%2F` never appears in an encoded name: `<name>%sem`, `<name>%rw` and
+ * `<name>%slot` are a semaphore's queue, a read/write lock's queue and a semaphore's slots.
+ */
+function segmentOf(prefix: string, key: string): string | undefined {
+  const rest = key.slice(prefix.length);
+  const slash = rest.indexOf('/');
+  return slash > 0 && slash === rest.lastIndexOf('/') ? rest.slice(0, slash) : undefined;
+}
+const isOwnNamespace = (segment: string) => /%(?!25|2F)/i.test(segment);
+
 /** Groups the keys under `prefix` into queues, in name order, each in create-revision order. */
 export function queues(prefix: string, entries: Entry[], namePrefix = ''): Map<string, Entry[]> {
   const byName = new Map<string, Entry[]>();
   for (const entry of entries) {
+    const segment = segmentOf(prefix, entry.key);
+    if (segment !== undefined && isOwnNamespace(segment)) continue; // not a lock
     const parsed = parseQueueKey(prefix, entry.key);
     if (parsed === undefined || !parsed.name.startsWith(namePrefix)) continue;
     const list = byName.get(parsed.name) ?? [];
@@ -80,8 +94,122 @@ export function queues(prefix: string, entries: Entry[], namePrefix = ''): Map<s
     byName.set(parsed.name, list);
   }
   const sorted = [...byName.keys()].sort();
-  return new Map(sorted.map((name) => [name, inQueueOrder(byName.get(name)!)]));
+  const ordered = sorted.map((name) => [name, inQueueOrder(byName.get(name)!)] as const);
+  return new Map(ordered.filter(([, list]) => list.length > 0)); // keys without a lease only
 }
+
+/** The keys under the lock prefix in the queues `<name><suffix>/`, by name, oldest first. */
+async function sharedQueues(context: InspectContext, suffix: '%sem' | '%rw') {
+  const prefix = context.client.lockPrefix;
+  const { entries } = await readPrefix(context.client, prefix);
+  const byName = new Map<string, Entry[]>();
+  for (const entry of entries) {
+    const segment = segmentOf(prefix, entry.key);
+    if (!segment?.endsWith(suffix) || entry.leaseId === 0n) continue;
+    const name = decodeName(segment.slice(0, -suffix.length));
+    if (name.startsWith(context.namePrefix)) byName.set(name, [...(byName.get(name) ?? []), entry]);
+  }
+  const ttls = await context.ttlOf([...new Set([...byName.values()].flat().map((e) => e.leaseId))]);
+  const member = (e: { key: string; value: string; token: bigint; leaseId: bigint }): Member => ({
+    key: e.key,
+    value: e.value,
+    token: e.token,
+    leaseId: leaseHex(e.leaseId),
+    ttlSeconds: ttls.get(e.leaseId) ?? -1,
+  });
+  const names = [...byName.keys()].sort();
+  return { prefix, names, member, queue: (name: string) => inQueueOrder(byName.get(name)!) };
+}
+
+/** A semaphore or read/write lock: its holders and waiters, each with a tag (slot or mode). */
+interface Shared {
+  name: string;
+  permits?: number | undefined;
+  holders: (Member & { tag: string })[];
+  waiters: (Member & { tag: string })[];
+}
+
+function renderShared(title: string, prefix: string, tag: string, list: readonly Shared[]) {
+  if (list.length === 0) return [`${title}: none under ${prefix}`];
+  const rows: string[][] = [['NAME', tag, 'HOLDER', 'TOKEN', 'LEASE', 'TTL']];
+  for (const q of list) {
+    const name = printable(q.name) + (q.permits === undefined ? '' : ` (${q.permits} permits)`);
+    const line = (first: string, m: Member & { tag: string }) => [
+      first,
+      m.tag,
+      quotedValue(m.value),
+      m.token.toString(),
+      m.leaseId,
+      ttlText(m.ttlSeconds),
+    ];
+    q.holders.forEach((m, i) => rows.push(line(i === 0 ? name : '', m)));
+    q.waiters.forEach((m, i) => rows.push(line(`  #${i + 1}`, m)));
+  }
+  return [`${title} under ${prefix}`, ...table(rows)];
+}
+
+/** A holder or waiter in JSON, its tag (slot or mode) under `tag`. */
+const taggedJson =
+  (tag: string, value: (t: string) => unknown) => (m: Member & { tag: string }) => {
+    const { tag: t, ...member } = m;
+    return { ...(t === '' ? {} : { [tag]: value(t) }), ...member };
+  };
+
+/** Semaphores: the limit, each holder with its slot, the waiters in the order they get in. */
+export const semaphoresSection: InspectSection<{ prefix: string; list: Shared[] }> = {
+  key: 'semaphores',
+  async read(context) {
+    const { prefix, names, member } = await sharedQueues(context, '%sem');
+    const list = await Promise.all(
+      names.map(async (name): Promise<Shared> => {
+        const state = await context.client.semaphore(name);
+        return {
+          name,
+          permits: state.permits,
+          holders: state.holders.map((h) => ({ ...member(h), tag: String(h.slot ?? '-') })),
+          waiters: state.waiting.map((w) => ({ ...member(w), tag: '-' })),
+        };
+      }),
+    );
+    return { prefix, list: list.filter((q) => q.holders.length + q.waiters.length > 0) };
+  },
+  json: ({ list }) =>
+    list.map((q) => ({
+      name: q.name,
+      permits: q.permits ?? null,
+      holders: q.holders.map(taggedJson('slot', (t) => (t === '-' ? null : Number(t)))),
+      waiters: q.waiters.map(({ tag: _tag, ...w }) => w),
+    })),
+  render: ({ prefix, list }) => renderShared('SEMAPHORES', prefix, 'SLOT', list),
+};
+
+/** Read/write locks: who holds (readers, or one writer) and who waits, with their modes. */
+export const rwLocksSection: InspectSection<{ prefix: string; list: Shared[] }> = {
+  key: 'rwLocks',
+  async read(context) {
+    const { prefix, names, member, queue } = await sharedQueues(context, '%rw');
+    const list = names.map((name): Shared => {
+      const q: Shared = { name, holders: [], waiters: [] };
+      let blocked = false;
+      for (const e of queue(name)) {
+        const mode = /\/r\.[0-9a-f]+\.\d+$/.test(e.key) ? 'read' : 'write';
+        // A reader holds while no writer is ahead; a writer only when first.
+        const holds = !blocked && (mode === 'read' || q.holders.length === 0);
+        (holds ? q.holders : q.waiters).push({ ...member(e), tag: mode });
+        if (!holds || mode === 'write') blocked = true;
+      }
+      return q;
+    });
+    return { prefix, list };
+  },
+  json: ({ list }) =>
+    list.map((q) => ({
+      name: q.name,
+      holders: q.holders.map(taggedJson('mode', (t) => t)),
+      waiters: q.waiters.map(taggedJson('mode', (t) => t)),
+    })),
+  render: ({ prefix, list }) => renderShared('READ/WRITE LOCKS', prefix, 'MODE', list),
+};
 
 async function readQueues(context: InspectContext, prefix: string): Promise<Queue[]> {
   const { entries } = await readPrefix(context.client, prefix);
@@ -227,6 +355,8 @@ export const jobsSection: InspectSection<{ prefix: string; list: JobReport[] }> 
 
 export const SECTIONS: InspectSection<never>[] = [
   locksSection as InspectSection<never>,
+  semaphoresSection as InspectSection<never>,
+  rwLocksSection as InspectSection<never>,
   electionsSection as InspectSection<never>,
   jobsSection as InspectSection<never>,
 ];

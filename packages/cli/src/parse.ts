@@ -2,7 +2,7 @@
  * Flag values as numbers. Strict: `10s`, `1e3`, `0x10` or `12abc` are rejected rather than
  * half-read, and each message names the flag and what it accepts.
  */
-import { MAX_TTL_SECONDS, MAX_VALUE_BYTES, MIN_TTL_SECONDS } from '@leasehold/core';
+import { MAX_PERMITS, MAX_TTL_SECONDS, MAX_VALUE_BYTES, MIN_TTL_SECONDS } from '@leasehold/core';
 import { usageError } from './exit-codes.js';
 
 /** Timers in Node fire at once for longer delays; every duration flag stays below it. */
@@ -85,4 +85,15 @@ export function parseValue(flag: string, text: string): string {
     throw usageError(`${flag} must be at most ${MAX_VALUE_BYTES} bytes of UTF-8, got ${bytes}`);
   }
   return text;
+}
+
+/** A semaphore's permits: a whole number from 1 to core's MAX_PERMITS. */
+export function parsePermits(flag: string, text: string): number {
+  const n = wholeNumber(text);
+  if (n === undefined || n < 1 || n > MAX_PERMITS) {
+    throw usageError(
+      `${flag} must be a whole number from 1 to ${MAX_PERMITS}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
 }
