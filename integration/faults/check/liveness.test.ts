@@ -117,6 +117,7 @@ describe('liveness: progress resumes within the bound', () => {
       .fault('restart-cluster', 'cluster', 100, 1000)
       .waiting('w2', 'L', 900);
     b.write('w1', { token: 5, at: 1100 });
+    b.release('w1', 'L', 1200); // the lock is free from here on, yet nobody gets it in time
     b.granted('w2', 9, 6000);
     const { samples, violations } = run(b);
     expect(samples.map((s) => [s.measure, s.status])).toEqual([
@@ -124,6 +125,19 @@ describe('liveness: progress resumes within the bound', () => {
       ['lock-free', 'late'],
     ]);
     expect(violations).toHaveLength(1);
+  });
+
+  it('a lock held through a restart by a live holder is not wedged: the bound waits for that hold', () => {
+    const b = new HistoryBuilder()
+      .acquire('w1', 'L', 5, 0)
+      .fault('restart-cluster', 'cluster', 100, 1000)
+      .waiting('w2', 'L', 900);
+    b.write('w1', { token: 5, at: 1100 });
+    b.release('w1', 'L', 9000); // a long hold, on a session that survived the restart
+    b.granted('w2', 9, 9100);
+    const { samples, violations } = run(b);
+    expect(samples.find((s) => s.measure === 'lock-free')).toMatchObject({ status: 'ok' });
+    expect(violations).toEqual([]);
   });
 
   it('takes bounds from the config, and treats a short freeze as a recovery', () => {

@@ -172,7 +172,12 @@ function measure(
   const success = relevant
     .filter((o) => o.type === 'ok' && o.doneAt !== undefined && o.doneAt > fromAt)
     .sort((a, b) => (a.doneAt ?? 0) - (b.doneAt ?? 0))[0];
-  const boundMs = plan.measure === 'takeover' ? takeoverBound(context, fault, plan) : plan.boundMs;
+  const boundMs =
+    plan.measure === 'takeover'
+      ? takeoverBound(context, fault, plan)
+      : plan.measure === 'lock-free'
+        ? lockFreeBound(context, fromAt, plan)
+        : plan.boundMs;
   const base = {
     faultId: fault.id,
     ...(workload === undefined ? {} : { workload }),
@@ -214,6 +219,20 @@ function takeoverBound(context: CheckContext, fault: FaultWindow, plan: Plan): n
       busyUntil = Math.max(busyUntil, hold.end);
   }
   return Math.max(plan.boundMs, busyUntil - fault.start + slackMs);
+}
+
+/**
+ * After a cluster restart or restore, a lock held through it by a live holder (a long hold whose
+ * session survived) is not wedged: the first grant may wait for that hold to end, so the bound
+ * runs from the latest end of a hold that was believed at the fault's end, with the same slack.
+ */
+function lockFreeBound(context: CheckContext, fromAt: number, plan: Plan): number {
+  const slackMs = plan.boundMs - context.config.ttlSeconds * 1000;
+  let busyUntil = fromAt;
+  for (const hold of context.model.holds) {
+    if (hold.start <= fromAt && hold.end > fromAt) busyUntil = Math.max(busyUntil, hold.end);
+  }
+  return Math.max(plan.boundMs, busyUntil - fromAt + slackMs);
 }
 
 /** The workloads whose operations the history holds, in a stable order. */
