@@ -466,6 +466,7 @@ export function fakeWatch(prefix: string) {
     });
   const watch = {
     prefix,
+    live: true,
     subscribe(range: string, from: bigint, listener: WatchListener): Disposable {
       const sub: FakeSubscription = { range, from, listener, disposed: false };
       subs.push(sub);

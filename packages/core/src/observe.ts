@@ -228,7 +228,9 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
    * the election read again, so no state the watch delivers is ever dropped for a false alarm.
    */
   #check(kvs: IKeyValue[], readAt: bigint): void {
+    // A stream still starting (or restarting) has events to deliver that the read already saw.
     if (this.#phase.kind !== 'following' || readAt < this.#from - 1n) return;
+    if (!this.queue.watch.live) return;
     const theirs = leaderId(firstOf(kvs.filter(isMember)));
     if (theirs === leaderId(firstOf(this.#candidates.values()))) {
       this.#suspect = undefined;

@@ -134,6 +134,11 @@ export class Watch {
     private readonly active: () => boolean = () => false,
   ) {}
 
+  /** Whether the stream is up and confirmed: events it has not delivered yet are on their way. */
+  get live(): boolean {
+    return this.#phase === 'live';
+  }
+
   /** Hears every event under the prefix, whichever range it is in. */
   onEvent(listener: (event: WatchEvent) => void): Disposable {
     return this.#events.add(listener);
