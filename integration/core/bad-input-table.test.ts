@@ -868,19 +868,19 @@ table('lock and election options', [
 // @leasehold/fence: tokens, resources and values on every adapter.
 
 const badTokens: [unknown, RegExp][] = [
-  [0n, /0n: tokens start at 1/],
+  [0n, /got 0n: tokens start at 1/],
   [-1n, /-1n: tokens start at 1/],
-  [2n ** 63n, /9223372036854775808n: above the int64 maximum/],
-  [2n ** 64n - 1n, /18446744073709551615n: above the int64 maximum/],
-  [2n ** 64n, /18446744073709551616n: above the int64 maximum/],
-  [0, /token 0: tokens start at 1/],
-  [-5, /token -5: tokens start at 1/],
-  [1.5, /token 1\.5: not an integer/],
-  [Number.NaN, /token NaN: not an integer/],
-  [Number.POSITIVE_INFINITY, /token Infinity: not an integer/],
-  [2 ** 53 + 2, /token 9007199254740994: numbers above 2\^53-1 lose precision; pass a bigint/],
+  [2n ** 63n, /got 9223372036854775808n: above the int64 maximum/],
+  [2n ** 64n - 1n, /got 18446744073709551615n: above the int64 maximum/],
+  [2n ** 64n, /got 18446744073709551616n: above the int64 maximum/],
+  [0, /got 0: tokens start at 1/],
+  [-5, /got -5: tokens start at 1/],
+  [1.5, /got 1\.5: not an integer/],
+  [Number.NaN, /got NaN: not an integer/],
+  [Number.POSITIVE_INFINITY, /got Infinity: not an integer/],
+  [2 ** 53 + 2, /got 9007199254740994: numbers above 2\^53-1 lose precision; pass a bigint/],
   [2 ** 64, /numbers above 2\^53-1 lose precision/],
-  ['', /token "": not a canonical decimal string/],
+  ['', /got "": not a canonical decimal string/],
   ['0', /"0": not a canonical decimal string/],
   ['007', /"007": not a canonical decimal string/],
   ['+7', /"\+7": not a canonical decimal string/],
@@ -893,10 +893,10 @@ const badTokens: [unknown, RegExp][] = [
   ['seven', /"seven": not a canonical decimal string/],
   ['9223372036854775808', /"9223372036854775808": above the int64 maximum/],
   ['1'.repeat(400), /above the int64 maximum/],
-  [null, /token null: not a bigint, string or number/],
-  [undefined, /of type undefined: not a bigint, string or number/],
-  [true, /of type boolean/],
-  [{ token: 7n }, /of type object/],
+  [null, /got null: not a bigint, string or number/],
+  [undefined, /got undefined: not a bigint, string or number/],
+  [true, /got boolean: not a bigint, string or number/],
+  [{ token: 7n }, /got object: not a bigint, string or number/],
 ];
 
 let pool: PgPool | undefined;
@@ -997,23 +997,19 @@ function adapterRows(adapter: Adapter): Row[] {
       call: `${adapter.name} store.write`,
       input: `token ${shown}`,
       run: () => adapter.store().write({ resource: 'r', token: token as TokenInput, value: 'v' }),
-      expected: fenceToken(
-        /^invalid fencing token /,
-        pattern,
-        /allowed: a bigint in \[1, 2\^63-1\]/,
-      ),
+      expected: fenceToken(/^fencing token must be a bigint in \[1, 2\^63-1\], /, pattern),
     });
     rows.push({
       call: `${adapter.name} fenced call`,
       input: `token ${shown}`,
       run: () => adapter.raw(token),
-      expected: fenceToken(/^invalid fencing token /, pattern),
+      expected: fenceToken(/^fencing token must be /, pattern),
     });
   }
   for (const [resource, pattern] of [
-    ['', /invalid resource "": a resource name must be a non-empty string/],
-    [42, /invalid resource of type number/],
-    [undefined, /invalid resource of type undefined/],
+    ['', /^resource must be a non-empty string .*, got ""$/],
+    [42, /^resource must be a non-empty string .*, got 42$/],
+    [undefined, /^resource must be a non-empty string .*, got undefined$/],
   ] as const) {
     rows.push({
       call: `${adapter.name} store.write`,
@@ -1032,7 +1028,7 @@ function adapterRows(adapter: Adapter): Row[] {
     call: `${adapter.name} store.write`,
     input: 'write not an object',
     run: () => adapter.store().write('r' as never),
-    expected: fenceArg(/invalid fence "r"|invalid resource/),
+    expected: fenceArg(/^fence must be .*, got "r"|^resource must be /),
   });
   for (const [value, shown] of [
     [42, '42'],
@@ -1043,7 +1039,9 @@ function adapterRows(adapter: Adapter): Row[] {
       call: `${adapter.name} store.write`,
       input: `value ${shown}`,
       run: () => adapter.store().write({ resource: 'values', token: 1n, value: value as never }),
-      expected: fenceArg(/^invalid value .*: a fenced store writes a string value/),
+      expected: fenceArg(
+        /^value must be a string \(a fenced store writes strings: serialise others first\), got /,
+      ),
     });
   }
   return rows;
@@ -1062,13 +1060,13 @@ table('fence options and arguments', [
     call: 'sqliteStore',
     input: "options.via 'bogus'",
     run: () => sqliteStore(sqlite, { via: 'bogus' as never }),
-    expected: fenceArg(/^invalid options\.via "bogus": allowed: 'row' or 'fence-table'/),
+    expected: fenceArg(/^options\.via must be 'row' or 'fence-table', got "bogus"$/),
   },
   {
     call: 'sqlite withFence',
     input: 'statements 5',
     run: () => sqliteWithFence(sqlite, { resource: 'r', token: 1n }, 5 as never),
-    expected: fenceArg(/^invalid statements of type number: allowed: a function/),
+    expected: fenceArg(/^statements must be a function, got 5$/),
   },
   ...(!('skip' in postgresFound)
     ? [
@@ -1076,13 +1074,13 @@ table('fence options and arguments', [
           call: 'postgresStore',
           input: "options.via 'bogus'",
           run: () => postgresStore(pool!, { via: 'bogus' as never }),
-          expected: fenceArg(/^invalid options\.via "bogus": allowed: 'row' or 'fence-table'/),
+          expected: fenceArg(/^options\.via must be 'row' or 'fence-table', got "bogus"$/),
         },
         {
           call: 'postgres withFence',
           input: 'statements 5',
           run: () => postgresWithFence(pool!, { resource: 'r', token: 1n }, 5 as never),
-          expected: fenceArg(/^invalid statements of type number: allowed: a function/),
+          expected: fenceArg(/^statements must be a function, got 5$/),
         },
       ]
     : []),
@@ -1093,13 +1091,13 @@ table('fence options and arguments', [
           call: 'redisStore',
           input: 'options.prefix 5',
           run: () => redisStore(redis!, { prefix: 5 as never }),
-          expected: fenceArg(/^invalid options\.prefix of type number: allowed: a string/),
+          expected: fenceArg(/^options\.prefix must be a string, got 5$/),
         },
         {
           call: 'fencedSet',
           input: 'no write',
           run: () => fencedSet(redis!, undefined as never),
-          expected: fenceArg(/^invalid write of type undefined: allowed: an object \{ fenceKey/),
+          expected: fenceArg(/^write must be an object \{ fenceKey.*, got undefined$/),
         },
       ]),
 ]);
@@ -1115,7 +1113,9 @@ table('fence parseToken', [
     call: 'memory withFence',
     input: 'fence a string (the old positional style)',
     run: () => memoryWithFence(new Map(), 'r' as never, () => 'applied'),
-    expected: fenceArg(/invalid fence "r": allowed: an object \{ resource, token, \.\.\. \}/),
+    expected: fenceArg(
+      /^fence must be an object \{ resource, token, \.\.\. \} as the second argument, got "r"$/,
+    ),
   },
 ]);
 

@@ -216,7 +216,7 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
       ).catch((e: unknown) => e);
       expect(isInvalidArgumentError(err)).toBe(true);
       expect((err as Error).message).toMatch(
-        /idleInTransactionTimeoutMs .*allowed: an integer from 0/,
+        /^options\.idleInTransactionTimeoutMs must be an integer from 0 \(no bound\) to \d+, got /,
       );
     }
   });

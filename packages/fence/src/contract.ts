@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from './errors.js';
+import { invalid } from './errors.js';
 import { parseToken, type TokenInput } from './token.js';
 
 /** What every fenced call names: the resource written and the writer's token. */
@@ -48,10 +48,7 @@ export interface SqlStoreOptions {
 /** Resource names are opaque strings; the empty string is refused as almost always a bug. */
 export function checkResource(resource: unknown): string {
   if (typeof resource !== 'string' || resource.length === 0) {
-    throw new InvalidArgumentError(
-      `invalid resource ${typeof resource === 'string' ? '""' : `of type ${typeof resource}`}: ` +
-        'a resource name must be a non-empty string',
-    );
+    throw invalid('resource', 'a non-empty string (the name of what the token fences)', resource);
   }
   return resource;
 }
@@ -62,10 +59,7 @@ export function checkResource(resource: unknown): string {
  */
 export function checkFence(fence: unknown): { resource: string; token: bigint } {
   if (typeof fence !== 'object' || fence === null) {
-    throw new InvalidArgumentError(
-      `invalid fence ${typeof fence === 'string' ? JSON.stringify(fence) : `of type ${typeof fence}`}: ` +
-        'allowed: an object { resource, token, ... } as the second argument',
-    );
+    throw invalid('fence', 'an object { resource, token, ... } as the second argument', fence);
   }
   const { resource, token } = fence as Partial<Fence>;
   return { resource: checkResource(resource), token: parseToken(token as TokenInput) };
@@ -79,9 +73,10 @@ export function checkWrite(write: unknown): { resource: string; token: bigint; v
   const fence = checkFence(write);
   const { value } = write as { value?: unknown };
   if (typeof value !== 'string') {
-    throw new InvalidArgumentError(
-      `invalid value ${value === null ? 'null' : `of type ${typeof value}`}: ` +
-        'a fenced store writes a string value (serialise other values first)',
+    throw invalid(
+      'value',
+      'a string (a fenced store writes strings: serialise others first)',
+      value,
     );
   }
   return { ...fence, value };
@@ -90,17 +85,13 @@ export function checkWrite(write: unknown): { resource: string; token: bigint; v
 /** Refuses an argument that is not an object: `shape` says what is allowed. */
 export function checkObject(name: string, value: unknown, shape: string): void {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) return;
-  throw new InvalidArgumentError(
-    `invalid ${name} ${value === null ? 'null' : `of type ${Array.isArray(value) ? 'array' : typeof value}`}: allowed: an object ${shape}`,
-  );
+  throw invalid(name, `an object ${shape}`, value);
 }
 
 /** Refuses a callback that is not a function, before anything is sent. */
 export function checkFunction(name: string, value: unknown): void {
   if (typeof value === 'function') return;
-  throw new InvalidArgumentError(
-    `invalid ${name} of type ${value === null ? 'null' : typeof value}: allowed: a function`,
-  );
+  throw invalid(name, 'a function', value);
 }
 
 /** Validates the options of the SQL stores (`postgresStore`, `sqliteStore`). */
@@ -108,18 +99,14 @@ export function checkSqlStoreOptions(options: unknown): SqlStoreOptions {
   checkObject('options', options, '{ valueTable?, via?, fenceTable? }');
   const { via, valueTable, fenceTable } = options as SqlStoreOptions;
   if (via !== undefined && via !== 'row' && via !== 'fence-table') {
-    throw new InvalidArgumentError(
-      `invalid options.via ${JSON.stringify(via) ?? String(via)}: allowed: 'row' or 'fence-table'`,
-    );
+    throw invalid('options.via', "'row' or 'fence-table'", via);
   }
   for (const [name, table] of [
     ['valueTable', valueTable],
     ['fenceTable', fenceTable],
   ] as const) {
     if (table !== undefined && typeof table !== 'string') {
-      throw new InvalidArgumentError(
-        `invalid options.${name} of type ${typeof table}: allowed: a table name (a string)`,
-      );
+      throw invalid(`options.${name}`, 'a table name (a string)', table);
     }
   }
   return options as SqlStoreOptions;

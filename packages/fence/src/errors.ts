@@ -61,9 +61,9 @@ export class InvalidTokenError extends FenceError {
   ) {
     super(
       'INVALID_TOKEN',
-      `invalid fencing token ${describe(value)}: ${reason}; allowed: a bigint in [1, 2^63-1], ` +
+      'fencing token must be a bigint in [1, 2^63-1], ' +
         'a canonical decimal string (no sign, spaces or leading zeros) in that range, ' +
-        'or a safe integer number >= 1',
+        `or a safe integer number >= 1, got ${describe(value)}: ${reason}`,
     );
   }
 }
@@ -82,12 +82,24 @@ export class InvalidArgumentError extends FenceError {
   }
 }
 
-function describe(value: unknown): string {
+/** A value as bad-input messages show it: strings quoted (cut at 64 characters), bigints with `n`. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  }
   if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number') return String(value);
   if (value === null) return 'null';
-  return `of type ${typeof value}`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value;
+}
+
+/**
+ * The error for bad input, in the style every leasehold package uses:
+ * `<name> must be <allowed>, got <value>`.
+ */
+export function invalid(name: string, allowed: string, value: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
 }
 
 export const isFenceError = (err: unknown): err is FenceError => hasCode(err);

@@ -30,9 +30,21 @@ describe('etcd fence', () => {
   });
 
   it.each<[string, object, RegExp]>([
-    ['a NUL in the prefix', { prefix: 'a\0b' }, /invalid prefix "a\\u0000b": allowed/],
-    ['a prefix of another type', { prefix: 7 }, /invalid prefix of type number/],
-    ['a zero timeout', { timeoutMs: 0 }, /invalid timeoutMs 0: allowed: a positive integer/],
+    [
+      'a NUL in the prefix',
+      { prefix: 'a\0b' },
+      /^options.prefix must be a string without NUL, got "a\\u0000b"$/,
+    ],
+    [
+      'a prefix of another type',
+      { prefix: 7 },
+      /^options.prefix must be a string without NUL, got 7$/,
+    ],
+    [
+      'a zero timeout',
+      { timeoutMs: 0 },
+      /^options.timeoutMs must be a positive integer number of milliseconds, got 0$/,
+    ],
   ])('refuses %s', (_label, options, message) => {
     expect(() => etcdStore(client, options)).toThrow(message);
   });
@@ -97,7 +109,9 @@ describe('etcd fence', () => {
 
   it('a prefix option whose fence or value keys would fall under a lock or election prefix is refused', () => {
     for (const prefix of ['/L/', '/L/jobs/', '/E/x']) {
-      expect(() => etcdStore(client, { prefix })).toThrow(/^invalid prefix .* overlaps/);
+      expect(() => etcdStore(client, { prefix })).toThrow(
+        /^options.prefix must be a prefix outside .* it overlaps .*, got /,
+      );
     }
     expect(() => etcdStore(client, { prefix: '/' })).not.toThrow();
   });

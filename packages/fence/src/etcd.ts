@@ -20,7 +20,7 @@ import {
   type Fence,
   type FencedStore,
 } from './contract.js';
-import { InvalidArgumentError, StaleTokenError } from './errors.js';
+import { invalid, StaleTokenError } from './errors.js';
 
 /** Defaults for every option in this module, in one place. */
 export const etcdDefaults = {
@@ -52,16 +52,11 @@ function keys(options: EtcdFenceOptions) {
   checkObject('options', options, '{ prefix?, timeoutMs? }');
   const prefix = options.prefix ?? etcdDefaults.prefix;
   if (typeof prefix !== 'string' || prefix.includes('\0')) {
-    throw new InvalidArgumentError(
-      `invalid prefix ${typeof prefix === 'string' ? JSON.stringify(prefix) : `of type ${typeof prefix}`}: ` +
-        'allowed: a string without NUL',
-    );
+    throw invalid('options.prefix', 'a string without NUL', prefix);
   }
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) {
-    throw new InvalidArgumentError(
-      `invalid timeoutMs ${String(timeoutMs)}: allowed: a positive integer number of milliseconds`,
-    );
+    throw invalid('options.timeoutMs', 'a positive integer number of milliseconds', timeoutMs);
   }
   const encode = (resource: string) => encodeURIComponent(checkResource(resource));
   return {
@@ -153,8 +148,10 @@ function checkOutsideQueues(client: Leasehold, prefix: string): void {
     ranges.some((r) => queueOf(r, [p]) !== undefined || p.startsWith(r.slice(0, -1))),
   );
   if (under === undefined) return;
-  throw new InvalidArgumentError(
-    `invalid prefix ${JSON.stringify(prefix)}: it overlaps the client's lock or election prefix ${JSON.stringify(under)}, where a fence key without a lease would sit among the queues; allowed: a prefix outside both (default ${etcdDefaults.prefix})`,
+  throw invalid(
+    'options.prefix',
+    `a prefix outside the client's lock and election prefixes (default ${etcdDefaults.prefix}): it overlaps ${JSON.stringify(under)}, where a fence key without a lease would sit among the queues`,
+    prefix,
   );
 }
 

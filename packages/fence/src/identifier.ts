@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from './errors.js';
+import { invalid } from './errors.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -14,9 +14,10 @@ export function quoteIdentifier(name: unknown, what: string, allowSchema = false
     parts.length <= (allowSchema ? 2 : 1) &&
     parts.every((part) => IDENTIFIER.test(part));
   if (!ok) {
-    throw new InvalidArgumentError(
-      `invalid ${what} ${typeof name === 'string' ? JSON.stringify(name) : `of type ${typeof name}`}: ` +
-        `allowed: ${allowSchema ? 'name or schema.name, each ' : ''}matching ${IDENTIFIER.source}`,
+    throw invalid(
+      what,
+      `${allowSchema ? 'name or schema.name, each' : 'a name'} matching ${IDENTIFIER.source}`,
+      name,
     );
   }
   return parts.map((part) => `"${part}"`).join('.');

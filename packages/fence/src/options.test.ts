@@ -35,7 +35,7 @@ describe('every function that takes an options object refuses anything else', ()
           error = err;
         }
         expect(isInvalidArgumentError(error), String(error)).toBe(true);
-        expect((error as Error).message).toMatch(/^invalid options .*allowed: an object \{/);
+        expect((error as Error).message).toMatch(/^options must be an object \{.*\}, got /);
       });
     }
   }

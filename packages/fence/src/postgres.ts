@@ -11,7 +11,7 @@ import {
   type FencedStore,
   type SqlStoreOptions,
 } from './contract.js';
-import { InvalidArgumentError, StaleTokenError } from './errors.js';
+import { invalid, InvalidArgumentError, StaleTokenError } from './errors.js';
 import { batch, BatchError, rows, type BatchResult, type BatchStatement } from './pg-batch.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -134,8 +134,10 @@ export interface WithFenceTxOptions extends WithFenceOptions {
 function idleTimeoutOf(options: WithFenceTxOptions): number {
   const ms = options.idleInTransactionTimeoutMs ?? postgresDefaults.idleInTransactionTimeoutMs;
   if (!Number.isInteger(ms) || ms < 0 || ms > MAX_PG_TIMEOUT_MS) {
-    throw new InvalidArgumentError(
-      `invalid idleInTransactionTimeoutMs ${String(ms)}: allowed: an integer from 0 (no bound) to ${MAX_PG_TIMEOUT_MS}`,
+    throw invalid(
+      'options.idleInTransactionTimeoutMs',
+      `an integer from 0 (no bound) to ${MAX_PG_TIMEOUT_MS}`,
+      ms,
     );
   }
   return ms;
@@ -177,7 +179,7 @@ export async function withFence<T>(
   const claims = sql.fenceClaimSQL(table);
   if (!isPool(db) && inFence.has(db)) {
     throw new InvalidArgumentError(
-      "invalid db: this client is already inside withFence (a nested or concurrent call on one client would share, and commit, the other call's transaction); allowed: a pool, or a client not inside withFence",
+      "db must be a pool, or a client not inside withFence, got a client already inside withFence (a nested or concurrent call on one client would share, and commit, the other call's transaction)",
     );
   }
   const client = isPool(db) ? await db.connect() : db;
@@ -366,10 +368,7 @@ const statementNames = new Map<string, string>();
 function checkStatementText(statement: FencedStatement): string {
   const text = (statement as Partial<FencedStatement> | null)?.text;
   if (typeof text !== 'string' || text.trim().length === 0) {
-    throw new InvalidArgumentError(
-      `invalid statement ${typeof text === 'string' ? JSON.stringify(text) : `of type ${typeof text}`}: ` +
-        'allowed: { text: one SQL statement, values?: [...] }',
-    );
+    throw invalid('statement.text', 'one SQL statement (in { text, values?: [...] })', text);
   }
   return text;
 }
@@ -379,8 +378,10 @@ function textValue(value: unknown, i: number): string | null {
   if (typeof value === 'string') return value;
   if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  throw new InvalidArgumentError(
-    `invalid value of type ${typeof value} at $${i + 1}: allowed: a string, finite number, bigint, boolean or null`,
+  throw invalid(
+    `statement.values[${i}] ($${i + 1})`,
+    'a string, finite number, bigint, boolean or null',
+    value,
   );
 }
 

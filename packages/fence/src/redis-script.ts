@@ -38,8 +38,8 @@ local token = ARGV[1]
 if not canonical(token) then
   -- Shown printable and short: an error reply is one line.
   local shown = string.gsub(string.sub(tostring(token), 1, 40), '[^ -~]', '?')
-  return redis.error_reply('LEASEHOLD invalid fencing token "' .. shown .. '" in ARGV[1]; allowed: ' ..
-    'a canonical decimal string (no sign, spaces or leading zeros) in [1, ' .. MAX .. ']')
+  return redis.error_reply('LEASEHOLD fencing token in ARGV[1] must be a canonical decimal string ' ..
+    '(no sign, spaces or leading zeros) in [1, ' .. MAX .. '], got "' .. shown .. '"')
 end
 local current = redis.call('GET', KEYS[1])
 if current then

@@ -1,6 +1,6 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { checkObject, checkResource, checkWrite, type FencedStore } from './contract.js';
-import { InvalidArgumentError, StaleTokenError } from './errors.js';
+import { invalid, InvalidArgumentError, StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
 import { parseToken, type TokenInput } from './token.js';
 
@@ -106,7 +106,9 @@ export async function fencedHset(
   checkObject('write.fields', write.fields, '{ field: value, ... }');
   const pairs = Object.entries(write.fields).flat();
   if (pairs.length === 0) {
-    throw new InvalidArgumentError(`invalid fields {} for HSET ${write.key}: allowed: one or more`);
+    throw new InvalidArgumentError(
+      `write.fields must be one or more fields for HSET ${write.key}, got an empty object`,
+    );
   }
   const fenceKey = checkResource(write.fenceKey);
   await run(redis, fenceKey, parseToken(write.token), [['HSET', write.key, ...pairs]], fenceKey);
@@ -161,9 +163,7 @@ function encode(commands: readonly RedisCommand[]): {
 } {
   const list: unknown = commands;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new InvalidArgumentError(
-      'invalid commands []: allowed: one or more [command, key, ...args]',
-    );
+    throw invalid('commands', 'an array of one or more [command, key, ...args]', list);
   }
   const keys: (string | Buffer)[] = [''];
   const argv: (string | Buffer)[] = [];
@@ -172,23 +172,23 @@ function encode(commands: readonly RedisCommand[]): {
     const upper = typeof name === 'string' ? name.toUpperCase() : '';
     const kind = ALLOWED[upper];
     if (kind === undefined) {
-      throw new InvalidArgumentError(
-        `invalid Redis command ${JSON.stringify(name)} in a fenced write: allowed: ${Object.keys(ALLOWED).join(', ')}`,
+      throw invalid(
+        'the Redis command of a fenced write',
+        `one of ${Object.keys(ALLOWED).join(', ')}`,
+        name,
       );
     }
     const keyCount = kind === 'all' ? command.length - 1 : Math.min(1, command.length - 1);
     if (keyCount === 0) {
       throw new InvalidArgumentError(
-        `invalid keys for ${upper}: allowed: non-empty strings, at least one`,
+        `the keys of ${upper} must be at least one non-empty string, got none`,
       );
     }
     argv.push(upper, String(keyCount), String(command.length - 1 - keyCount));
     for (let i = 1; i <= keyCount; i++) {
       const key = command[i];
       if (typeof key !== 'string' || key.length === 0) {
-        throw new InvalidArgumentError(
-          `invalid keys for ${upper}: allowed: non-empty strings, at least one`,
-        );
+        throw invalid(`a key of ${upper}`, 'a non-empty string', key);
       }
       // KEYS[1] is the fence key, so data keys start at index 2.
       let at = keys.indexOf(key, 1);
@@ -203,9 +203,7 @@ function encode(commands: readonly RedisCommand[]): {
 function argument(command: string, arg: unknown): string | Buffer {
   if (typeof arg === 'string' || Buffer.isBuffer(arg)) return arg;
   if (typeof arg === 'number' && Number.isFinite(arg)) return String(arg);
-  throw new InvalidArgumentError(
-    `invalid argument ${String(arg)} for ${command}: allowed: strings, Buffers, finite numbers`,
-  );
+  throw invalid(`an argument of ${command}`, 'a string, Buffer or finite number', arg);
 }
 
 export interface RedisStoreOptions {
@@ -225,9 +223,7 @@ export function redisStore(
   checkObject('options', options, '{ prefix? }');
   const prefix = options.prefix ?? redisDefaults.prefix;
   if (typeof prefix !== 'string') {
-    throw new InvalidArgumentError(
-      `invalid options.prefix of type ${typeof prefix}: allowed: a string`,
-    );
+    throw invalid('options.prefix', 'a string', prefix);
   }
   const keys = (resource: string) => {
     const base = `${prefix}{${checkResource(resource)}}`;

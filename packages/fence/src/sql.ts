@@ -107,7 +107,7 @@ export function fencedRowSQL(dialect: Dialect, shape: FencedRowShape): FencedRow
   const sets = shape.valueColumns.map((c) => quoteIdentifier(c, 'value column'));
   if (keys.length === 0) {
     throw new InvalidArgumentError(
-      `invalid key {} for table ${table}: allowed: one or more columns of a unique constraint`,
+      `keyColumns must be one or more columns of a unique constraint of table ${table}, got none`,
     );
   }
   const columns = [...keys, ...sets, fence];

@@ -77,8 +77,10 @@ describe('sqlite upsertFencedRow (seed pattern)', () => {
     const db = new Database(':memory:');
     expect(() =>
       upsertFencedRow(db, { table: 'a; drop table x', key: { id: 1 }, token: 1n }),
-    ).toThrow(/invalid table/);
-    expect(() => upsertFencedRow(db, { table: 't', key: {}, token: 1n })).toThrow(/invalid key/);
+    ).toThrow(/^table must be /);
+    expect(() => upsertFencedRow(db, { table: 't', key: {}, token: 1n })).toThrow(
+      /^keyColumns must be /,
+    );
   });
 });
 

@@ -155,8 +155,8 @@ export function withFence<T>(
       const result = statements(db);
       if (result instanceof Promise) {
         throw new InvalidArgumentError(
-          'invalid statements for withFence: returned a Promise; allowed: a synchronous function ' +
-            '(better-sqlite3 transactions cannot span an await)',
+          'statements must be a synchronous function (better-sqlite3 transactions cannot span ' +
+            'an await), got one that returned a Promise',
         );
       }
       return result;
