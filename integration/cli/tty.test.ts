@@ -112,6 +112,48 @@ describe.skipIf(!haveScript)('on a terminal', () => {
     expect(c.signals()).toEqual(['SIGINT']);
   });
 
+  it('run --permits shows, while waiting, the semaphore with its limit, its oldest holder and our place in its queue', async () => {
+    const lockPrefix = cleanUpAfter(uniquePrefix('cli-tty-permits'));
+    const connection = ['--endpoints', endpoints.join(','), '--lock-prefix', lockPrefix];
+    const args = ['run', '--permits', '2', '--lock', 'api', ...connection, '--', ...child()];
+    await using probe = await Probe.start();
+    await using client = await connect({ endpoints, lockPrefix });
+    const held = [
+      await client.acquirePermit('api', { permits: 2, value: 'sdk-0' }),
+      await client.acquirePermit('api', { permits: 2, value: 'sdk-1' }),
+    ];
+    // A plain lock of the same name, contended: its queue is not the semaphore's.
+    const lock = await client.acquire('api', { value: 'plain' });
+    const queued = (n: number) =>
+      waitFor(
+        async () => (await admin.getAll().prefix(`${lockPrefix}api%sem/`).keys()).length === n,
+        {
+          what: `${n} keys in the semaphore's queue`,
+        },
+      );
+    const quiet = new Cli(args, probe.env('quiet'));
+    await queued(3);
+    const term = new Terminal(args, probe.env('tty'));
+    await term.shows(
+      new RegExp(
+        `waiting for a permit of semaphore "api" \\(2 permits\\): held by "sdk-0" \\(token ${held[0]!.token}\\)[^\\r]*; 3 ahead of us in the queue`,
+      ),
+      'the status line',
+    );
+    await lock.release();
+    for (const p of held) await p.release();
+    const first = await probe.started('quiet');
+    const second = await probe.started('tty');
+    await term.shows(
+      new RegExp(`leasehold: a permit of semaphore "api": token ${second.token}; running `),
+      'the token line',
+    );
+    first.exit(0);
+    second.exit(0);
+    expect((await quiet.exit()).code).toBe(0);
+    expect(await term.exited).toBe(0);
+  });
+
   it('inspect --watch redraws a table until Ctrl-C', async () => {
     const lockPrefix = cleanUpAfter(uniquePrefix('cli-tty-inspect'));
     await using client = await connect({ endpoints, lockPrefix });

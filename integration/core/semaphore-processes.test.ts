@@ -195,4 +195,43 @@ describeWith(postgres, 'semaphores between processes', (url) => {
     expect(slotLog.slice(firstOfC).every((r) => r.worker === 'c')).toBe(true);
     for (const p of [a, b, c]) expect((await p.endInput()).code).toBe(0);
   }, 60_000);
+
+  it('SIGSTOP of a waiter that etcd admits while it is frozen, past its TTL: after SIGCONT it never reports the permit held; the next waiter gets the slot', async () => {
+    const ttl = 2;
+    const prefix = lockPrefix('sem-sigstop-waiter');
+    const name = 'frozen';
+    const range = `${prefix}${name}%sem/`;
+    const args = { mode: 'permit', name, permits: 1 };
+    const h = await worker('h', prefix, 10);
+    const a = await worker('a', prefix, ttl);
+    const c = await worker('c', prefix, 10);
+    const heldH = await h.request('acquire', { id: 'h', ...args });
+    // c is granted within the bound of the holder test's; a's acquire then settles on its first look.
+    const grantMs = ttl * 1000 + 1_000 + defaults.callTimeoutMs;
+    const frozen = a.request('acquire', { id: 'a', ...args }, 2 * grantMs + defaults.callTimeoutMs);
+    void frozen.catch(() => undefined); // awaited below
+    await waitFor(async () => (await keysOf(range)).length === 2, { what: 'a queued' });
+    const next = c.request('acquire', { id: 'c', ...args });
+    void next.catch(() => undefined);
+    await waitFor(async () => (await keysOf(range)).length === 3, { what: 'c queued' });
+    const stoppedAt = a.kill('SIGSTOP');
+    // In etcd's view a holds now (the oldest key), but cannot claim; then its lease expires.
+    await h.request('release', { id: 'h' });
+    const heldC: Msg = await next;
+    const resumedAt = a.kill('SIGCONT');
+    const outcome = await frozen.then(
+      (m) => ({ held: true, ...m }),
+      (err: unknown) => ({ held: false, error: String(err) }),
+    );
+    console.log(
+      `[semaphore sigstop waiter] a paused ${(resumedAt - stoppedAt).toFixed(0)} ms (TTL ${ttl * 1000} ms); c took slot ${heldC.slot as number} ${((heldC.at as number) - stoppedAt).toFixed(0)} ms into it; a's acquire: ${JSON.stringify(outcome)}`,
+    );
+    expect(outcome.held).toBe(false);
+    expect((heldC.at as number) - stoppedAt).toBeLessThanOrEqual(grantMs);
+    expect(heldC.slot).toBe(heldH.slot);
+    expect(BigInt(heldC.token as string)).toBeGreaterThan(BigInt(heldH.token as string));
+    expect(await c.request('write', { id: 'c' })).toMatchObject({ ok: true, abortedBefore: false });
+    expect(await keysOf(range)).toEqual([heldC.key]);
+    for (const p of [h, a, c]) expect((await p.endInput()).code).toBe(0);
+  }, 60_000);
 });

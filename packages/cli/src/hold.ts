@@ -25,7 +25,7 @@ import {
 } from './parse.js';
 import { inQueueOrder, readPrefix } from './read.js';
 import { Signals } from './signals.js';
-import { startStatus, type WaitView } from './status.js';
+import { startStatus, type WaitKind, type WaitView } from './status.js';
 import { shellWords, supervise, type Held } from './supervise.js';
 
 /** Grace between SIGTERM and SIGKILL after a loss. Kept well under the default TTL. */
@@ -73,8 +73,10 @@ interface Io {
 
 /** How `run` and `elect` differ. */
 interface Kind {
-  noun: 'lock' | 'election';
-  prefix(client: Leasehold): string;
+  /** What the status line says is waited for. */
+  wait: WaitKind;
+  /** The range of the queue our key joins (for our place in it). */
+  queue(client: Leasehold, name: string): string;
   first(client: Leasehold, name: string): Promise<Holder | undefined>;
   /** Waits for the hold; `signal` aborts the wait. */
   take(client: Leasehold, session: Session, signal: AbortSignal): Promise<Held & AsyncDisposable>;
@@ -100,14 +102,14 @@ async function underHold(
       if (interrupted.aborted) throw interrupted.reason;
       throw err;
     });
-    const ourKey = `${queueRange(kind.prefix(client), name)}${leaseHex(session.leaseId)}`;
     const status = io.stderr.isTTY
-      ? startStatus(io.stderr, kind.noun, name, async (): Promise<WaitView> => {
+      ? startStatus(io.stderr, kind.wait, name, async (): Promise<WaitView> => {
           const [holder, queue] = await Promise.all([
             kind.first(client, name),
-            readPrefix(client, queueRange(kind.prefix(client), name)),
+            readPrefix(client, kind.queue(client, name)),
           ]);
-          const index = inQueueOrder(queue.entries).findIndex((e) => e.key === ourKey);
+          // Our key is the one with our lease (a permit's key names more than the lease).
+          const index = inQueueOrder(queue.entries).findIndex((e) => e.leaseId === session.leaseId);
           return { holder, ahead: index < 0 ? undefined : index };
         })
       : undefined;
@@ -163,8 +165,11 @@ export function runUnderLock(flags: RunFlags, command: readonly string[], io: Io
       : `a permit of semaphore "${printable(name)}"`;
   return underHold(
     {
-      noun: 'lock',
-      prefix: (client) => client.lockPrefix,
+      wait: permits === undefined ? 'lock' : { permits },
+      queue: (client, n) =>
+        permits === undefined
+          ? queueRange(client.lockPrefix, n)
+          : `${queueRange(client.lockPrefix, n).slice(0, -1)}%sem/`,
       first: async (client, n) =>
         permits === undefined ? client.holder(n) : (await client.semaphore(n)).holders[0],
       what: () => what,
@@ -218,8 +223,8 @@ export function runAsLeader(
   const { timeoutMs, value } = settings;
   return underHold(
     {
-      noun: 'election',
-      prefix: (client) => client.electionPrefix,
+      wait: 'election',
+      queue: (client, n) => queueRange(client.electionPrefix, n),
       first: (client, n) => client.leader(n),
       what: (n) => `leadership of "${printable(n)}"`,
       async take(client, session, signal) {

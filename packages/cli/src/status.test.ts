@@ -43,6 +43,16 @@ describe('the status line while waiting', () => {
     );
   });
 
+  it('names a semaphore with its limit', () => {
+    const semaphore = { permits: 3 };
+    expect(describeWait(semaphore, 'api', { holder, ahead: 4 }, undefined, 0)).toBe(
+      'waiting for a permit of semaphore "api" (3 permits): held by "web-3:4711" (token 812); 4 ahead of us in the queue',
+    );
+    expect(describeWait(semaphore, 'api', { holder: undefined, ahead: 0 }, undefined, 0)).toBe(
+      'waiting for a permit of semaphore "api" (3 permits): nobody holds one, taking it',
+    );
+  });
+
   it('cannot be steered by a holder value with escape sequences', () => {
     const evil = { value: '\x1b[2J\x1b[Hok', token: 1n };
     expect(describeWait('lock', 'x', { holder: evil, ahead: 1 }, undefined, 0)).not.toMatch(

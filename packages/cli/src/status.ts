@@ -24,9 +24,12 @@ export interface Seen {
   before: boolean;
 }
 
+/** What is waited for: a lock, leadership, or a permit of a semaphore of `permits`. */
+export type WaitKind = 'lock' | 'election' | { permits: number };
+
 /** The status line's text. `kind` is what is waited for. */
 export function describeWait(
-  kind: 'lock' | 'election',
+  kind: WaitKind,
   name: string,
   view: WaitView,
   seen: Seen | undefined,
@@ -35,12 +38,16 @@ export function describeWait(
   const what =
     kind === 'lock'
       ? `waiting for lock "${printable(name)}"`
-      : `waiting to lead "${printable(name)}"`;
+      : kind === 'election'
+        ? `waiting to lead "${printable(name)}"`
+        : `waiting for a permit of semaphore "${printable(name)}" (${kind.permits} permits)`;
   const { holder, ahead } = view;
-  if (holder === undefined)
-    return `${what}: nobody ${kind === 'lock' ? 'holds it' : 'leads'}, taking it`;
+  if (holder === undefined) {
+    const nobody = kind === 'lock' ? 'holds it' : kind === 'election' ? 'leads' : 'holds one';
+    return `${what}: nobody ${nobody}, taking it`;
+  }
   const who = quotedValue(holder.value);
-  const verb = kind === 'lock' ? 'held by' : 'led by';
+  const verb = kind === 'election' ? 'led by' : 'held by';
   const forMs = seen?.token === holder.token ? now - seen.since : undefined;
   const held =
     forMs === undefined || (seen!.before && forMs < 1_000)
@@ -75,7 +82,7 @@ export class StatusLine {
  */
 export function startStatus(
   stream: NodeJS.WriteStream,
-  kind: 'lock' | 'election',
+  kind: WaitKind,
   name: string,
   read: () => Promise<WaitView>,
   intervalMs = 1_000,
