@@ -176,6 +176,9 @@ describe('semaphores', () => {
       .acquirePermit('w', { permits: 1, timeoutMs: 200 })
       .catch((e: unknown) => e);
     expect(isLockTimeoutError(timedOut)).toBe(true);
+    expect((timedOut as Error).message).toBe(
+      'a permit of semaphore "w" (1 permit) was not acquired within 200 ms (timeoutMs)',
+    );
     await waitFor(async () => (await keys(range)).length === 1, {
       what: 'the timed-out waiter gone',
     });
@@ -299,6 +302,10 @@ describe('read/write locks', () => {
     });
     const tryRead = await c.tryAcquireRead('db').catch((e: unknown) => e);
     expect(isLockTakenError(tryRead)).toBe(true);
+    const readTimedOut = await c.acquireRead('db', { timeoutMs: 200 }).catch((e: unknown) => e);
+    expect((readTimedOut as Error).message).toBe(
+      'read/write lock "db" (for reading) was not acquired within 200 ms (timeoutMs)',
+    );
     const r3 = track(c.acquireRead('db'));
     await r1.release();
     await r2.release();

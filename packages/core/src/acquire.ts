@@ -25,6 +25,8 @@ export interface Queued<H> {
   segment: string;
   /** The key's tag (see `Queue.join`). */
   tag: string;
+  /** What errors call it: `semaphore "x"…`, `read/write lock "x"…` (default `lock "x"`). */
+  what?: string;
   admission: Admission;
   /** What `tryAcquire…` rejects with when the hold is not free now. */
   taken(holder: IKeyValue | undefined): Error;
@@ -77,7 +79,7 @@ async function acquireWith<H extends Lock>(
   using timeout =
     ms === undefined
       ? undefined
-      : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms));
+      : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms, queued.what));
   const [session, signal] = await sessionFor(maker, options, timeout?.signal);
   const entry = await maker.locks.join(queued.segment, session, {
     value,

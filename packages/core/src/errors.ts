@@ -224,11 +224,9 @@ export class LockTimeoutError extends LeaseholdError {
   constructor(
     readonly lockName: string,
     readonly timeoutMs: number,
+    what = `lock ${JSON.stringify(lockName)}`,
   ) {
-    super(
-      'LOCK_TIMEOUT',
-      `lock ${JSON.stringify(lockName)} was not acquired within ${timeoutMs} ms (timeoutMs)`,
-    );
+    super('LOCK_TIMEOUT', `${what} was not acquired within ${timeoutMs} ms (timeoutMs)`);
   }
 }
 

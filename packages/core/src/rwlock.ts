@@ -31,6 +31,7 @@ function describe(name: string, mode: LockMode): Queued<Lock> {
     name,
     segment,
     tag: mode === 'read' ? 'r' : 'w',
+    what: `read/write lock ${JSON.stringify(name)} (for ${mode === 'read' ? 'reading' : 'writing'})`,
     // Readers pass older readers; everything else waits for every older key.
     admission:
       mode === 'read' ? { capacity: 1, blocks: (key) => modeOf(key) !== 'read' } : { capacity: 1 },

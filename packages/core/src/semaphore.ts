@@ -170,6 +170,7 @@ function describe(maker: LockMaker, name: string, options: TryPermitOptions): Qu
     name,
     segment: `${segment}%sem`,
     tag: `${permits}`,
+    what: `a permit of semaphore ${JSON.stringify(name)} (${permits} permit${permits === 1 ? '' : 's'})`,
     admission: {
       capacity: permits,
       guard: samePermits(ranges.queue, permits),
