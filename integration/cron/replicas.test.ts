@@ -106,9 +106,12 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
     expect(counts.duplicates).toBe(0);
     expect(counts.missing).toEqual([]);
     expect(counts.fires).toBeGreaterThanOrEqual(15);
-    // Tokens are create revisions: a later fire's claim has a larger one.
-    for (let i = 1; i < rows.length; i++)
-      expect(rows[i]!.token).toBeGreaterThan(rows[i - 1]!.token);
+    // Tokens are create revisions, one per claim: distinct. They grow in claim order, which is
+    // fire order only on a quiet host: a fire may be claimed up to lateToleranceMs (5 s) late,
+    // after the next fire's claim.
+    expect(new Set(rows.map((r) => r.token)).size).toBe(rows.length);
+    const outOfOrder = rows.filter((r, i) => i > 0 && r.token < rows[i - 1]!.token).length;
+    console.log(`[cron 3 replicas] fires claimed after a later fire's claim: ${outOfOrder}`);
     // The others skipped each fire because they found its claim.
     const elsewhere = replicas.flatMap((p) =>
       p.all('skipped').filter((m) => m.reason === 'claimed-elsewhere'),
