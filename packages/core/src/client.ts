@@ -452,6 +452,7 @@ export class Leasehold implements AsyncDisposable {
     return this.#closing;
   }
 
+  /** {@link Leasehold.close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

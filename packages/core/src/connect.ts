@@ -24,6 +24,10 @@ import { sessionSettings, type SessionOptions } from './session.js';
 import { Telemetry, validateTelemetry, type TelemetryOptions } from './telemetry.js';
 import { Etcd } from './transport/etcd.js';
 
+/**
+ * Options of {@link connect}: `endpoints` is required; every other field has its default in its
+ * comment.
+ */
 export interface ConnectOptions {
   /** `http(s)://host:port` of one or more etcd members (a comma-separated string works too). */
   endpoints: string | readonly string[];

@@ -12,7 +12,20 @@ import { assertTimeLeft } from './time-left.js';
 
 /** An etcd write made only while the hold is still first in its queue. */
 export type FencedOp =
-  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
+  | {
+      /** Put `value` at `key`. */
+      type: 'put';
+      /** The etcd key written. */
+      key: string;
+      /** The value; a string is written as UTF-8. */
+      value: string | Uint8Array;
+    }
+  | {
+      /** Delete `key`. */
+      type: 'delete';
+      /** The etcd key deleted. */
+      key: string;
+    };
 
 /**
  * A compare for your own etcd transactions: it holds while the key still has the create
@@ -20,7 +33,9 @@ export type FencedOp =
  * `client.if(guard.key, 'Create', '==', guard.createRevision.toString())`.
  */
 export interface LockGuard {
+  /** The hold's etcd key. */
   key: string;
+  /** The key's create revision when acquired (or elected): the hold's fencing token. */
   createRevision: bigint;
 }
 

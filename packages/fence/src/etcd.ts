@@ -9,6 +9,8 @@
  *
  * etcd compares values as bytes, so tokens are stored zero-padded to 20 digits: for such
  * strings byte order is numeric order, exact for all int64 tokens.
+ *
+ * @module @leasehold/fence/etcd
  */
 import type { Leasehold } from '@leasehold/core';
 import { fencedRequests, kvCall, queuePrefixes, queueOf } from '@leasehold/core/internal';

@@ -1,3 +1,10 @@
+/**
+ * The reference fence: what every backend does, in a few lines of plain JavaScript. Use it in
+ * documentation and in your own unit tests in place of a real store. Atomicity comes from running
+ * the check and the write in one synchronous step, with no `await` between them.
+ *
+ * @module @leasehold/fence/memory
+ */
 import {
   checkFence,
   checkWrite,
@@ -7,12 +14,6 @@ import {
   type FencedValue,
 } from './contract.js';
 import { StaleTokenError } from './errors.js';
-
-/**
- * The reference fence: what every backend does, in a few lines of plain JavaScript. Use it in
- * documentation and in your own unit tests in place of a real store. Atomicity comes from running
- * the check and the write in one synchronous step, with no `await` between them.
- */
 
 /**
  * Where memory fencing keeps its data: the in-memory "database". Pass the same map to several

@@ -1,3 +1,15 @@
+/**
+ * Fencing in PostgreSQL, two ways:
+ * - {@link upsertFencedRow}: the row carries its own `fence int8` column and the write is one
+ *   conditional upsert (the "seed" pattern: no extra table, one round trip);
+ * - {@link withFence}: a fence table keeps the highest token per resource, and your statements
+ *   run in the same transaction as the conditional upsert of that token.
+ *
+ * Tokens always travel as decimal-string parameters cast with `::int8`, so PostgreSQL compares
+ * them as exact 64-bit integers; only validated, quoted identifiers ever become SQL text.
+ *
+ * @module @leasehold/fence/postgres
+ */
 import { createHash } from 'node:crypto';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
@@ -15,17 +27,6 @@ import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import { batch, BatchError, rows, type BatchResult, type BatchStatement } from './pg-batch.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
-
-/**
- * Fencing in PostgreSQL, two ways:
- * - {@link upsertFencedRow}: the row carries its own `fence int8` column and the write is one
- *   conditional upsert (the "seed" pattern: no extra table, one round trip);
- * - {@link withFence}: a fence table keeps the highest token per resource, and your statements
- *   run in the same transaction as the conditional upsert of that token.
- *
- * Tokens always travel as decimal-string parameters cast with `::int8`, so PostgreSQL compares
- * them as exact 64-bit integers; only validated, quoted identifiers ever become SQL text.
- */
 
 /** A pool, a pooled client or a connected client from `pg`. */
 export type PgQueryable = Pool | ClientBase;

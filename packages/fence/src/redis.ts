@@ -1,3 +1,10 @@
+/**
+ * Fencing in Redis: a fence key per resource holds the highest accepted token as a canonical
+ * decimal string, and one Lua script checks it, advances it and applies the write's commands,
+ * atomically. See `redis-script.ts` for the comparison rule.
+ *
+ * @module @leasehold/fence/redis
+ */
 import type { Redis, RedisOptions } from 'ioredis';
 import { checkObject, checkResource, checkWrite, type FencedStore } from './contract.js';
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
@@ -5,12 +12,6 @@ import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
 import { parseToken, type TokenInput } from './token.js';
 
 export { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 };
-
-/**
- * Fencing in Redis: a fence key per resource holds the highest accepted token as a canonical
- * decimal string, and one Lua script checks it, advances it and applies the write's commands,
- * atomically. See `redis-script.ts` for the comparison rule.
- */
 
 /** Defaults for every option in this module, in one place. */
 export const redisDefaults = {

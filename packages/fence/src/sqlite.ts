@@ -1,3 +1,14 @@
+/**
+ * Fencing in SQLite (better-sqlite3), the same two ways as PostgreSQL:
+ * - {@link upsertFencedRow}: one conditional upsert on a row with its own INTEGER fence column;
+ * - {@link withFence}: a fence table and your statements in one `db.transaction`.
+ *
+ * SQLite INTEGER is a signed 64-bit integer, the same range as a token. Tokens are bound as
+ * `bigint` and compared as `CAST(? AS INTEGER)`, so values above 2^53 stay exact end to end. Both
+ * helpers are synchronous, like better-sqlite3 itself.
+ *
+ * @module @leasehold/fence/sqlite
+ */
 import type BetterSqlite3 from 'better-sqlite3';
 import {
   checkFence,
@@ -13,16 +24,6 @@ import {
 import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
-
-/**
- * Fencing in SQLite (better-sqlite3), the same two ways as PostgreSQL:
- * - {@link upsertFencedRow}: one conditional upsert on a row with its own INTEGER fence column;
- * - {@link withFence}: a fence table and your statements in one `db.transaction`.
- *
- * SQLite INTEGER is a signed 64-bit integer, the same range as a token. Tokens are bound as
- * `bigint` and compared as `CAST(? AS INTEGER)`, so values above 2^53 stay exact end to end. Both
- * helpers are synchronous, like better-sqlite3 itself.
- */
 
 export type SqliteDatabase = BetterSqlite3.Database;
 
