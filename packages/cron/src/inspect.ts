@@ -24,10 +24,13 @@ export interface Announcement {
   runner: string;
 }
 
+/** One job as {@link inspectJobs} reports it. */
 export interface JobReport {
+  /** The job's name. */
   job: string;
   /** As announced by a live replica; absent when none runs it (or a node-cron coordinator does). */
   schedule?: ScheduleSpec;
+  /** The time zone its cron expression is read in, as announced with `schedule`. */
   timeZone?: string;
   /** The next fire by this machine's clock, when the schedule is known. */
   next?: Date;
@@ -35,6 +38,7 @@ export interface JobReport {
   recent: HistoryEntry[];
 }
 
+/** Options of {@link inspectJobs}; every field is optional. */
 export interface InspectJobsOptions {
   /** Default `/leasehold/cron/`, as the scheduler's. */
   prefix?: string;

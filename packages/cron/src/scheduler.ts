@@ -68,11 +68,17 @@ export interface RunContext {
   signal: AbortSignal;
   /** The fire's instant, as the schedule computes it (the same on every replica). */
   fireTime: Date;
+  /** The job, as named in `schedule()`. */
   job: string;
   /** `'scheduled'`, or `'catch-up'` for a missed fire run under `misfire: 'run-once'`. */
   attempt: Attempt;
 }
 
+/**
+ * A job's work, run once per fire on the replica that claimed it. It should stop when
+ * `context.signal` aborts; what it returns is ignored, what it throws is recorded as the run's
+ * `'error'` outcome.
+ */
 export type JobRun = (context: RunContext) => unknown;
 
 interface JobState {
@@ -282,6 +288,7 @@ export class Scheduler implements AsyncDisposable {
     return this.#stopping;
   }
 
+  /** {@link Scheduler.stop} with its defaults, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
