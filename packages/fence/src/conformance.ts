@@ -26,6 +26,7 @@ export interface FenceConformanceHarness {
   close?(): Promise<void>;
 }
 
+/** Options of {@link describeFenceConformance}; every field is optional. */
 export interface FenceConformanceOptions {
   /** Writers racing in the concurrency case. Default 24. */
   concurrentWriters?: number;

@@ -75,6 +75,7 @@ export interface FencedRowWrite {
   key: Record<string, unknown>;
   /** Other columns to set, and their values. */
   values?: Record<string, unknown>;
+  /** The writer's fencing token; the row keeps the highest it has accepted in `fenceColumn`. */
   token: TokenInput;
   /** The row's `int8` token column. Default `fence`. */
   fenceColumn?: string;
@@ -257,12 +258,15 @@ const inFence = new WeakSet<object>();
 
 /** One statement to run under a fence: its text and its parameters (`$1`, `$2`, ...). */
 export interface FencedStatement {
+  /** The SQL text, with `$1`, `$2`, ... for parameters. */
   text: string;
+  /** The parameters, as `pg` takes them. */
   values?: readonly unknown[];
 }
 
 /** What {@link fencedQuery} returns: the statement's rows (typed by the client) and count. */
 export interface FencedQueryResult<R> {
+  /** The rows the statement returned. */
   rows: R[];
   /** Rows affected or returned, from the command tag; `null` for commands without a count. */
   rowCount: number | null;
@@ -413,6 +417,7 @@ function toToken(text: string | null | undefined): bigint | undefined {
   return text === null || text === undefined ? undefined : BigInt(text);
 }
 
+/** Options of {@link postgresStore} and {@link postgresStoreDDL}; every field is optional. */
 export type PostgresStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link postgresStore}: its value table, plus the fence table when it uses one. */

@@ -36,13 +36,16 @@ export const redisDefaults = {
  *   ready, or rejected if that attempt fails.
  */
 export const safeRedisOptions = {
+  /** Do not resend, after a reconnect, commands that were sent and not answered. */
   autoResendUnfulfilledCommands: false,
+  /** Reject a pending command at the first lost connection. */
   maxRetriesPerRequest: 0,
 } as const satisfies RedisOptions;
 
 /** An ioredis client or cluster: only `evalsha` and `eval` are used. */
 export type RedisScripting = Pick<Redis, 'evalsha' | 'eval'>;
 
+/** One argument of a {@link RedisCommand}: a string, a Buffer or a finite number. */
 export type RedisArg = string | number | Buffer;
 
 /**
@@ -66,9 +69,11 @@ const ALLOWED: Readonly<Record<string, 'first' | 'all'>> = Object.fromEntries([
     .map((c) => [c, 'first'] as const),
 ]);
 
+/** What {@link fencedExec} runs: the fence key, the token and the commands. */
 export interface FencedExec {
   /** The key that holds the resource's highest token. It never expires; keep it with the data. */
   fenceKey: string;
+  /** The writer's fencing token; the fence key keeps the highest it has accepted. */
   token: TokenInput;
   /** Run in order after the fence check; at least one. */
   commands: readonly RedisCommand[];
@@ -209,6 +214,7 @@ function argument(command: string, arg: unknown): string | Buffer {
   );
 }
 
+/** Options of {@link redisStore}; every field is optional. */
 export interface RedisStoreOptions {
   /** Prepended to every key. Default `leasehold:`. */
   prefix?: string;

@@ -25,12 +25,16 @@ import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
 
+/** A better-sqlite3 database. */
 export type SqliteDatabase = BetterSqlite3.Database;
 
 /** Defaults for every option in this module, in one place. */
 export const sqliteDefaults = {
+  /** The fence table {@link withFence} uses. */
   fenceTable: 'leasehold_fence',
+  /** The token column of a fenced row. */
   fenceColumn: 'fence',
+  /** The value table of {@link sqliteStore}. */
   valueTable: 'leasehold_value',
 } as const;
 
@@ -84,6 +88,7 @@ export interface FencedRowWrite {
   key: Record<string, unknown>;
   /** Other columns to set, and their values. */
   values?: Record<string, unknown>;
+  /** The writer's fencing token; the row keeps the highest it has accepted in `fenceColumn`. */
   token: TokenInput;
   /** The row's INTEGER token column. Default `fence`. */
   fenceColumn?: string;
@@ -169,6 +174,7 @@ function toToken(text: string | null | undefined): bigint | undefined {
   return text === null || text === undefined ? undefined : BigInt(text);
 }
 
+/** Options of {@link sqliteStore} and {@link sqliteStoreDDL}; every field is optional. */
 export type SqliteStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link sqliteStore}: its value table, plus the fence table when it uses one. */
