@@ -18,8 +18,14 @@ import { observe } from './observe.js';
 import { unlock } from './unlock.js';
 import { showWarnings } from './warnings.js';
 
+/**
+ * Where {@link main} writes: the streams the executable passes are `process.stdout` and
+ * `process.stderr`.
+ */
 export interface Io {
+  /** Output: tables, JSON lines, the values `observe` prints. */
   stdout: NodeJS.WriteStream;
+  /** Errors, warnings and progress. */
   stderr: NodeJS.WriteStream;
 }
 

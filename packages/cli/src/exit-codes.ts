@@ -24,6 +24,19 @@ import {
   isCampaignTimeoutError,
 } from '@leasehold/core';
 
+/**
+ * Every exit code leasehold ends with, by name; a command run under `run` or `elect` passes its
+ * own through, and one ended by a signal gives {@link signalExitCode}.
+ *
+ * @example
+ * ```ts
+ * import { exitCodes, main } from '@leasehold/cli';
+ *
+ * const argv = ['node', 'leasehold', 'run', '--lock', 'nightly', '--no-wait', '--', './job.sh'];
+ * const code = await main(argv, { stdout: process.stdout, stderr: process.stderr });
+ * if (code === exitCodes.taken) console.log('another host runs it');
+ * ```
+ */
 export const exitCodes = {
   /** The command (or leasehold's own work) succeeded. */
   ok: 0,
