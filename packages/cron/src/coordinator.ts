@@ -155,6 +155,22 @@ export function parseCoordinatorKey(key: unknown): { name: string; fireMs: numbe
  * `distributed: true` task onto etcd (`cron.setRunCoordinator(leaseholdRunCoordinator(client))`,
  * or the task's `runCoordinator` option). Claims are kept, not deleted, when a run completes:
  * an instance whose clock lags finds the record and does not run the fire again.
+ *
+ * @throws {@link InvalidArgumentError} for a `client` that is not a leasehold client or an option
+ *   that is not allowed (see {@link RunCoordinatorOptions}).
+ *
+ * @example
+ * ```ts
+ * import cron from 'node-cron';
+ *
+ * const coordinator = leaseholdRunCoordinator(client);
+ * cron.setRunCoordinator(coordinator); // every distributed task now claims in etcd
+ * const task = cron.schedule('0 * * * *', async (ctx) => {
+ *   const claim = coordinator.claimOf('sync-invoices', ctx.date); // { token, signal }
+ *   await syncInvoices(claim?.token);
+ * }, { name: 'sync-invoices', distributed: true });
+ * coordinator.track(task); // records say 'ok' or 'error', not just 'completed'
+ * ```
  */
 export function leaseholdRunCoordinator(
   client: Leasehold,

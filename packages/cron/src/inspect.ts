@@ -56,7 +56,19 @@ export const announcementRange = (prefix: string, job: string): [string, string]
 export const announcementKey = (prefix: string, job: string, leaseId: bigint): string =>
   `${announcementRange(prefix, job)[0]}${leaseId.toString(16)}`;
 
-/** Reads every job under the prefix: schedule, next fire and newest records. */
+/**
+ * Reads every job under the prefix: schedule, next fire and newest records.
+ *
+ * `limit` is the number of records per job (1 to 1000, default 5). Bad input throws
+ * {@link InvalidArgumentError}.
+ *
+ * @example
+ * ```ts
+ * for (const { job, next, recent } of await inspectJobs(client)) {
+ *   console.log(job, next?.toISOString(), recent[0]?.outcome);
+ * }
+ * ```
+ */
 export async function inspectJobs(
   client: Leasehold,
   options?: InspectJobsOptions,

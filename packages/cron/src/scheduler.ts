@@ -107,6 +107,16 @@ interface ActiveRun {
  * Creates a scheduler on `client`: jobs scheduled on it run once per fire across every replica
  * that schedules the same job under the same `prefix`. Checks the options, and that the runner's
  * lease is live (granting the client's shared session if it has none yet).
+ *
+ * @throws {@link InvalidArgumentError} for a `client` that is not a leasehold client or an option
+ *   that is not allowed; the shared session's failure (core's `ConnectError`, `LeaseLostError`, ...)
+ *   if it cannot be granted, or the given `session`'s loss.
+ *
+ * @example
+ * ```ts
+ * const scheduler = await createScheduler(client, { prefix: '/myapp/cron/' });
+ * process.once('SIGTERM', () => void scheduler.stop({ drainMs: 30_000 }));
+ * ```
  */
 export async function createScheduler(
   client: Leasehold,
@@ -178,6 +188,15 @@ export class Scheduler implements AsyncDisposable {
    * same `job` under the same prefix. Throws `InvalidArgumentError` for a bad name, expression,
    * time zone or option, or a job already scheduled here; `SchedulerStoppedError` after `stop()`.
    * The timer keeps the process alive until `stop()`.
+   *
+   * @example
+   * ```ts
+   * scheduler.schedule('reports/daily', '30 6 * * *', async ({ token, signal, fireTime }) => {
+   *   await writeReport(fireTime, { token, signal }); // fenced by `token`
+   * }, { timeZone: 'Europe/Berlin', maxRunMs: 10 * 60_000 });
+   *
+   * scheduler.schedule('heartbeat', { everyMs: 60_000 }, ({ token }) => ping(token));
+   * ```
    */
   schedule(job: string, schedule: ScheduleSpec, run: JobRun, options?: JobOptions): void {
     if (this.#stop.signal.aborted) throw new SchedulerStoppedError();
@@ -218,6 +237,8 @@ export class Scheduler implements AsyncDisposable {
   /**
    * The newest records of `job` (any job under this prefix, scheduled here or not), newest
    * first: fire time, token, runner, attempt, outcome and duration. One linearizable read.
+   *
+   * `limit`: how many records, 1 to 10 000; default 20.
    */
   async history(job: string, options?: { limit?: number }): Promise<HistoryEntry[]> {
     const keys = jobKeys(this.#settings.prefix, job);
