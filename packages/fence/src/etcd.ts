@@ -95,6 +95,15 @@ function keys(options: EtcdFenceOptions) {
  * a timed-out write may have landed.
  *
  * @throws StaleTokenError when the fence key holds a higher token; nothing was changed.
+ *
+ * @example
+ * ```ts
+ * await fencedTxn(client, {
+ *   resource: 'config/prod',
+ *   token: lock.token,
+ *   ops: [{ type: 'put', key: '/config/prod/version', value: 'v42' }],
+ * });
+ * ```
  */
 export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigint> {
   const { resource, token } = checkFence(txn);

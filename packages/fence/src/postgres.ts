@@ -90,6 +90,17 @@ export interface FencedRowWrite {
  *
  * @throws InvalidArgumentError when the fence column is not `bigint` (checked once per handle).
  * @throws StaleTokenError when the row holds a higher token (read back for the message).
+ *
+ * @example
+ * ```ts
+ * // Once: ALTER TABLE accounts ADD COLUMN fence int8 (and a unique constraint on id)
+ * await upsertFencedRow(pool, {
+ *   table: 'accounts',
+ *   key: { id: 7 },
+ *   values: { balance: 120 },
+ *   token: lock.token,
+ * });
+ * ```
  */
 export async function upsertFencedRow(db: PgQueryable, write: FencedRowWrite): Promise<void> {
   const token = parseToken(write.token);
@@ -166,6 +177,13 @@ function idleTimeoutOf(options: WithFenceTxOptions): number {
  *
  * @throws InvalidArgumentError when the fence table's `token` is not `bigint` (checked once).
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ *
+ * @example
+ * ```ts
+ * await withFence(pool, { resource: 'invoice-42', token: lock.token }, async (tx) => {
+ *   await tx.query('UPDATE invoices SET sent = true WHERE id = $1', [42]);
+ * });
+ * ```
  */
 export async function withFence<T>(
   db: PgQueryable,
@@ -289,6 +307,15 @@ export interface FencedQueryResult<R> {
  * @throws InvalidArgumentError when the fence table's `token` is not `bigint` (checked once) or a
  *   value is of a type this call does not send.
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ *
+ * @example
+ * ```ts
+ * const { rowCount } = await fencedQuery(
+ *   pool,
+ *   { resource: 'invoice-42', token: lock.token },
+ *   { text: 'UPDATE invoices SET sent = true WHERE id = $1', values: [42] },
+ * );
+ * ```
  */
 export async function fencedQuery<R = Record<string, unknown>>(
   db: PgQueryable,

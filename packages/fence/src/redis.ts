@@ -86,6 +86,19 @@ export interface FencedExec {
  * script. Returns each command's reply.
  *
  * @throws StaleTokenError when the fence key holds a higher token; nothing was changed.
+ *
+ * @example
+ * ```ts
+ * const redis = new Redis(process.env.REDIS_URL!, { ...safeRedisOptions });
+ * await fencedExec(redis, {
+ *   fenceKey: 'fence:{invoice-42}',
+ *   token: lock.token,
+ *   commands: [
+ *     ['HSET', 'invoice:{invoice-42}', 'sent', '1'],
+ *     ['LPUSH', 'sent-log:{invoice-42}', '42'],
+ *   ],
+ * });
+ * ```
  */
 export async function fencedExec(redis: RedisScripting, exec: FencedExec): Promise<unknown[]> {
   checkObject('exec', exec, '{ fenceKey, token, commands, resource? }');

@@ -139,6 +139,13 @@ export interface WithFenceOptions extends Fence, FenceTableOptions {}
  * @throws InvalidArgumentError when the fence table's `token` lacks INTEGER affinity, or when
  *   `statements` returns a Promise (a better-sqlite3 transaction cannot span an `await`).
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ *
+ * @example
+ * ```ts
+ * withFence(db, { resource: 'invoice-42', token: lock.token }, (db) => {
+ *   db.prepare('UPDATE invoices SET sent = 1 WHERE id = ?').run(42);
+ * });
+ * ```
  */
 export function withFence<T>(
   db: SqliteDatabase,
