@@ -73,7 +73,18 @@ export const exitCodes = {
   commandNotFound: 127,
 } as const;
 
-/** The code for a process ended by `signal`, or for leasehold interrupted by it: 128 + N. */
+/**
+ * The code for a process ended by `signal`, or for leasehold interrupted by it: 128 + N.
+ *
+ * @throws `InvalidArgumentError` (core's) for a name Node does not know or a number outside
+ *   1–127.
+ *
+ * @example
+ * ```ts
+ * signalExitCode('SIGTERM'); // 143
+ * signalExitCode(9); // 137
+ * ```
+ */
 export function signalExitCode(signal: NodeJS.Signals | number): number {
   if (typeof signal === 'number' && Number.isInteger(signal) && signal >= 1 && signal <= 127) {
     return 128 + signal;
