@@ -7,6 +7,7 @@ export default tseslint.config(
       '**/dist/**',
       '**/node_modules/**',
       '.tmp/**',
+      'docs/api/**',
       '**/*.js',
       '**/*.mjs',
       '!bench/**/*.mjs',

@@ -18,8 +18,14 @@ import { observe } from './observe.js';
 import { unlock } from './unlock.js';
 import { showWarnings } from './warnings.js';
 
+/**
+ * Where {@link main} writes: the streams the executable passes are `process.stdout` and
+ * `process.stderr`.
+ */
 export interface Io {
+  /** Output: tables, JSON lines, the values `observe` prints. */
   stdout: NodeJS.WriteStream;
+  /** Errors, warnings and progress. */
   stderr: NodeJS.WriteStream;
 }
 
@@ -142,6 +148,15 @@ const writable = (stream: unknown) =>
  * for what the operator typed: those errors are written to `io.stderr`. Rejects with
  * `InvalidArgumentError` (of `@leasehold/core`) if `argv` is not an array of strings or `io` not
  * `{ stdout, stderr }` with writable streams: a program embedding leasehold passed them wrong.
+ *
+ * @example
+ * ```ts
+ * import { exitCodes, main } from '@leasehold/cli';
+ *
+ * const io = { stdout: process.stdout, stderr: process.stderr };
+ * const code = await main(['node', 'leasehold', 'inspect', '--json'], io);
+ * if (code !== exitCodes.ok) process.exitCode = code;
+ * ```
  */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
   if (!Array.isArray(argv) || argv.some((arg) => typeof arg !== 'string')) {

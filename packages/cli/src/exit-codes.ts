@@ -24,6 +24,19 @@ import {
   isCampaignTimeoutError,
 } from '@leasehold/core';
 
+/**
+ * Every exit code leasehold ends with, by name; a command run under `run` or `elect` passes its
+ * own through, and one ended by a signal gives {@link signalExitCode}.
+ *
+ * @example
+ * ```ts
+ * import { exitCodes, main } from '@leasehold/cli';
+ *
+ * const argv = ['node', 'leasehold', 'run', '--lock', 'nightly', '--no-wait', '--', './job.sh'];
+ * const code = await main(argv, { stdout: process.stdout, stderr: process.stderr });
+ * if (code === exitCodes.taken) console.log('another host runs it');
+ * ```
+ */
 export const exitCodes = {
   /** The command (or leasehold's own work) succeeded. */
   ok: 0,
@@ -60,7 +73,18 @@ export const exitCodes = {
   commandNotFound: 127,
 } as const;
 
-/** The code for a process ended by `signal`, or for leasehold interrupted by it: 128 + N. */
+/**
+ * The code for a process ended by `signal`, or for leasehold interrupted by it: 128 + N.
+ *
+ * @throws `InvalidArgumentError` (core's) for a name Node does not know or a number outside
+ *   1–127.
+ *
+ * @example
+ * ```ts
+ * signalExitCode('SIGTERM'); // 143
+ * signalExitCode(9); // 137
+ * ```
+ */
 export function signalExitCode(signal: NodeJS.Signals | number): number {
   if (typeof signal === 'number' && Number.isInteger(signal) && signal >= 1 && signal <= 127) {
     return 128 + signal;

@@ -126,7 +126,17 @@ export class Leasehold implements AsyncDisposable {
     return this.etcd.clusterId;
   }
 
-  /** Grants a new lease and keeps it alive until closed or lost. */
+  /**
+   * Grants a new lease and keeps it alive until closed or lost.
+   *
+   * @throws {@link InvalidArgumentError} for an option out of range (see {@link SessionOptions}).
+   *
+   * @example
+   * ```ts
+   * await using session = await client.session({ ttlSeconds: 30 });
+   * await using lock = await client.acquire('reports/daily', { session });
+   * ```
+   */
   async session(options?: SessionOptions): Promise<Session> {
     this.etcd.assertUsable();
     const session = await Session.create(this.etcd, this.clock, (e) => this.#report(e), options);
@@ -167,12 +177,35 @@ export class Leasehold implements AsyncDisposable {
    * Waits for the lock `name` and returns it held. Waiting is FIFO. Rejects with `signal.reason`
    * on abort, with `LockTimeoutError` after `timeoutMs`, with the session's `LeaseLostError` if
    * it is lost while waiting; the waiter's key is then removed.
+   *
+   * Bad input (a name that is empty, longer than {@link MAX_NAME_LENGTH} or has NUL; an option out
+   * of range) rejects with {@link InvalidArgumentError} naming it.
+   *
+   * @example
+   * ```ts
+   * await using lock = await client.acquire('reports/daily', { timeoutMs: 30_000 });
+   * lock.onLost((err) => console.error(`stop: ${err.message}`));
+   * await lock.put('/reports/daily/status', `running under token ${lock.token}`);
+   * ```
    */
   acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
     return acquire(this, name, options);
   }
 
-  /** Takes the lock only if it is free now; otherwise rejects with `LockTakenError`. */
+  /**
+   * Takes the lock only if it is free now; otherwise rejects with `LockTakenError`.
+   *
+   * @example
+   * ```ts
+   * try {
+   *   await using lock = await client.tryAcquire('nightly');
+   *   await runNightly(lock.token, lock.signal);
+   * } catch (err) {
+   *   if (!isLockTakenError(err)) throw err;
+   *   console.log(`already running on ${err.holderValue}`);
+   * }
+   * ```
+   */
   tryAcquire(name: string, options: TryAcquireOptions = {}): Promise<Lock> {
     return tryAcquire(this, name, options);
   }
@@ -181,6 +214,13 @@ export class Leasehold implements AsyncDisposable {
    * Runs `fn` holding the lock `name` and releases it afterwards. Returns what `fn` returns or
    * rethrows what it throws: a failure to release never replaces `fn`'s outcome (it is reported
    * through {@link onCleanupError} while the release goes on in the background).
+   *
+   * @example
+   * ```ts
+   * await client.withLock('invoice-42', async ({ token, signal }) => {
+   *   await sendInvoice(42, { token, signal }); // the store refuses writes with an older token
+   * });
+   * ```
    */
   withLock<T>(
     name: string,
@@ -217,6 +257,12 @@ export class Leasehold implements AsyncDisposable {
    * Rejects like `acquire` (abort, `LockTimeoutError`, the session's loss), and with
    * `PermitsMismatchError` if the semaphore is in use with other permits; the waiter's key is
    * then removed.
+   *
+   * @example
+   * ```ts
+   * await using permit = await client.acquirePermit('payment-api', { permits: 3 });
+   * await callPaymentApi({ slot: permit.slot, token: permit.token });
+   * ```
    */
   acquirePermit(name: string, options: PermitOptions): Promise<Permit> {
     return acquirePermit(this, name, options);
@@ -230,6 +276,13 @@ export class Leasehold implements AsyncDisposable {
   /**
    * Runs `fn({ token, slot, signal, permit })` holding a permit of `name` and releases it
    * afterwards, like `withLock`.
+   *
+   * @example
+   * ```ts
+   * await client.withPermit('payment-api', { permits: 3 }, async ({ slot, token, signal }) => {
+   *   await callPaymentApi({ slot, token, signal });
+   * });
+   * ```
    */
   withPermit<T>(
     name: string,
@@ -318,6 +371,15 @@ export class Leasehold implements AsyncDisposable {
    * elect`). Rejects with `signal.reason` on abort, `CampaignTimeoutError` after `timeoutMs`,
    * the session's `LeaseLostError` if it is lost while waiting (it is then never elected); the
    * candidacy is withdrawn in each case.
+   *
+   * Bad input rejects with {@link InvalidArgumentError} naming it.
+   *
+   * @example
+   * ```ts
+   * await using leadership = await client.campaign('scheduler', 'http://10.0.0.7:8080');
+   * leadership.onLost((err) => console.error(`no longer leader: ${err.message}`));
+   * await writeAsLeader(leadership.token, leadership.signal);
+   * ```
    */
   campaign(election: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
     this.#electionsUsed = true;
@@ -347,6 +409,13 @@ export class Leasehold implements AsyncDisposable {
    * reconnects and compaction (it reads the election again and reports what changed). Ends
    * when `signal` aborts or the client closes; throws `ClusterChangedError` if the cluster
    * changes. States are queued until read: none is dropped.
+   *
+   * @example
+   * ```ts
+   * for await (const { leader, revision } of client.observe('scheduler', { signal })) {
+   *   console.log(`at ${revision}: ${leader ? leader.value : 'no leader'}`);
+   * }
+   * ```
    */
   observe(election: string, options: ObserveOptions = {}): AsyncIterableIterator<LeaderState> {
     const segment = encodeName(election, 'election');
@@ -365,6 +434,19 @@ export class Leasehold implements AsyncDisposable {
    * leadership })` while leader, aborts its signal when the term is lost and campaigns again,
    * and on `options.signal` lets the work drain (at most `drainTimeoutMs`) and resigns. Resolves
    * once shut down or when `work` returns; see {@link LeadOptions}.
+   *
+   * Rejects with {@link ClientClosedError} once the client is closed, {@link ClusterChangedError} if
+   * the cluster changes, {@link InvalidArgumentError} for bad input (also for `work` and the
+   * callbacks).
+   *
+   * @example
+   * ```ts
+   * const shutdown = new AbortController();
+   * process.once('SIGTERM', () => shutdown.abort());
+   * await client.lead('scheduler', 'http://10.0.0.7:8080', async ({ token, signal }) => {
+   *   while (!signal.aborted) await runOneRound(token, signal);
+   * }, { signal: shutdown.signal });
+   * ```
    */
   lead(
     election: string,
@@ -452,6 +534,7 @@ export class Leasehold implements AsyncDisposable {
     return this.#closing;
   }
 
+  /** {@link Leasehold.close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

@@ -24,6 +24,10 @@ import { sessionSettings, type SessionOptions } from './session.js';
 import { Telemetry, validateTelemetry, type TelemetryOptions } from './telemetry.js';
 import { Etcd } from './transport/etcd.js';
 
+/**
+ * Options of {@link connect}: `endpoints` is required; every other field has its default in its
+ * comment.
+ */
 export interface ConnectOptions {
   /** `http(s)://host:port` of one or more etcd members (a comma-separated string works too). */
   endpoints: string | readonly string[];
@@ -91,6 +95,25 @@ function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: nu
  * passes. Wrong credentials fail here with `AuthError`, a missing permission with
  * `EtcdRequestError`, no answer with `ConnectError`. The cluster id and revision seen here are
  * what every later answer is checked against.
+ *
+ * @throws {@link InvalidArgumentError} at the call for an option that is not allowed (the message
+ *   names it and what is allowed).
+ * @throws {@link ConnectError} when no endpoint answered within `dialTimeoutMs`; a
+ *   {@link TlsError} when the TLS set-up is why (its `failure` says what to fix).
+ * @throws {@link AuthError} for credentials etcd refuses; {@link PermissionDeniedError} when the
+ *   user may not read `lockPrefix`.
+ *
+ * @example
+ * ```ts
+ * import { readFile } from 'node:fs/promises';
+ * import { connect } from '@leasehold/core';
+ *
+ * await using client = await connect({
+ *   endpoints: ['https://etcd-1:2379', 'https://etcd-2:2379', 'https://etcd-3:2379'],
+ *   tls: { caCert: await readFile('/etc/etcd/ca.pem') },
+ *   auth: { username: 'leasehold', password: process.env.ETCD_PASSWORD! },
+ * });
+ * ```
  */
 export async function connect(options: ConnectOptions): Promise<Leasehold> {
   checkOptions(options, [

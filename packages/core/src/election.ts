@@ -13,6 +13,7 @@ import type { Entry, LostError, Queue } from './queue.js';
 import type { LeaderState } from './observe.js';
 import type { Session } from './session.js';
 
+/** Options of `client.campaign(election, value, options)`; every field is optional. */
 export interface CampaignOptions {
   /** Stop waiting when aborted; the promise rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -182,6 +183,7 @@ export class Leadership extends Hold<LeadershipLostError, LeadershipResignedErro
     );
   }
 
+  /** {@link Leadership.resign}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.resign();
   }

@@ -14,6 +14,7 @@ const BRAND = Symbol.for('leasehold.core.error');
  */
 const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
 
+/** The stable `code` of every {@link LeaseholdError}, one per error class. */
 export type LeaseholdErrorCode =
   | 'INVALID_ARGUMENT'
   | 'CONNECT_FAILED'
@@ -36,9 +37,26 @@ export type LeaseholdErrorCode =
   | 'INSUFFICIENT_LEASE_TIME'
   | 'PERMITS_MISMATCH';
 
+/**
+ * The base of every error `@leasehold/core` throws: `name` is the class name, `code` a stable
+ * {@link LeaseholdErrorCode}, and `cause` the underlying failure where there is one. Test for it
+ * with {@link isLeaseholdError}, which works across two installed copies of the package.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await using lock = await client.tryAcquire('jobs');
+ * } catch (err) {
+ *   if (isLockTakenError(err)) console.log(`held by ${err.holderValue} (token ${err.holderToken})`);
+ *   else throw err;
+ * }
+ * ```
+ */
 export class LeaseholdError extends Error {
+  /** Which failure this is; one value per class, stable across releases. */
   declare readonly code: LeaseholdErrorCode;
 
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(code: LeaseholdErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     Object.defineProperty(this, 'code', { value: code, enumerable: true });
@@ -50,6 +68,7 @@ export class LeaseholdError extends Error {
 /** A leasehold error class that only carries a message (and a cause). */
 function plain(code: LeaseholdErrorCode) {
   return class extends LeaseholdError {
+    /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
     constructor(message: string, options?: { cause?: unknown }) {
       super(code, message, options);
     }
@@ -62,6 +81,7 @@ function plain(code: LeaseholdErrorCode) {
  * `@leasehold/cron`.
  */
 export class InvalidArgumentError extends plain('INVALID_ARGUMENT') {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     Object.defineProperty(this, INVALID_ARGUMENT_BRAND, { value: true });
@@ -70,8 +90,10 @@ export class InvalidArgumentError extends plain('INVALID_ARGUMENT') {
 
 /** No endpoint answered within `dialTimeoutMs`; `endpoints` lists what was tried. */
 export class ConnectError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
     message: string,
+    /** The endpoints `connect()` tried, as given in {@link ConnectOptions.endpoints}. */
     readonly endpoints: readonly string[],
     options?: { cause?: unknown },
     code: LeaseholdErrorCode = 'CONNECT_FAILED',
@@ -101,7 +123,9 @@ export type TlsFailure =
  * `failure` says what to fix. Retrying will not help.
  */
 export class TlsError extends ConnectError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** What to fix in the TLS set-up. */
     readonly failure: TlsFailure,
     message: string,
     endpoints: readonly string[],
@@ -119,6 +143,7 @@ export class EtcdUnavailableError extends plain('ETCD_UNAVAILABLE') {}
 
 /** etcd answered with a refusal (permission denied, bad request, ...): retrying will not help. */
 export class EtcdRequestError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
     message: string,
     options?: { cause?: unknown },
@@ -134,7 +159,9 @@ export class EtcdRequestError extends LeaseholdError {
  * {@link EtcdRequestError}; retrying will not help until a role grants the range.
  */
 export class PermissionDeniedError extends EtcdRequestError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The keys the call needed, readable: `prefix "/leasehold/lock/"`, or `unknown`. */
     readonly keys: string,
     message: string,
     options?: { cause?: unknown },
@@ -154,8 +181,11 @@ export type LeaseLostReason = 'deadline' | 'gone' | 'cluster-changed' | 'closed'
 
 /** The session's lease can no longer be trusted to be alive; `reason` says why. */
 export class LeaseLostError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** Why the lease can no longer be trusted. */
     readonly reason: LeaseLostReason,
+    /** The lost lease's id (0 on the client-wide {@link ClusterChangedError}). */
     readonly leaseId: bigint,
     message: string,
     options?: { cause?: unknown },
@@ -167,6 +197,7 @@ export class LeaseLostError extends LeaseholdError {
 
 /** The session was closed by its owner. A {@link LeaseLostError} with reason `closed`. */
 export class SessionClosedError extends LeaseLostError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(leaseId: bigint) {
     const message = `session for lease ${leaseId.toString(16)} was closed`;
     super('closed', leaseId, message, undefined, 'SESSION_CLOSED');
@@ -180,6 +211,7 @@ export class SessionClosedError extends LeaseLostError {
  * for good. `leaseId` is 0 on the client-wide error; each session's copy names its lease.
  */
 export class ClusterChangedError extends LeaseLostError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
     leaseId: bigint,
     /** What changed, in plain words. */
@@ -196,6 +228,7 @@ export class ClusterChangedError extends LeaseLostError {
 
 /** The client was closed; make a new one with `connect()`. */
 export class ClientClosedError extends plain('CLIENT_CLOSED') {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor() {
     super('this leasehold client is closed; connect() again to make a new one');
   }
@@ -206,10 +239,15 @@ export class ClientClosedError extends plain('CLIENT_CLOSED') {
  * (`hostname:pid` for a leasehold holder by default; empty for `etcdctl lock`).
  */
 export class LockTakenError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The lock (or semaphore) asked for. */
     readonly lockName: string,
+    /** The etcd key of the holder found. */
     readonly holderKey: string,
+    /** The holder's fencing token. */
     readonly holderToken: bigint,
+    /** The holder's value (`hostname:pid` by default); empty when it wrote none. */
     readonly holderValue = '',
     /** What is taken, for the message: `lock "jobs"`, `all 3 permits of semaphore "api"`. */
     what = `lock ${JSON.stringify(lockName)}`,
@@ -221,8 +259,11 @@ export class LockTakenError extends LeaseholdError {
 
 /** `acquire` waited `timeoutMs` without getting the lock; its place in the queue is removed. */
 export class LockTimeoutError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The lock (or semaphore) asked for. */
     readonly lockName: string,
+    /** The `timeoutMs` the call gave. */
     readonly timeoutMs: number,
     what = `lock ${JSON.stringify(lockName)}`,
   ) {
@@ -244,10 +285,14 @@ export type LockLostReason = 'session' | 'deleted' | 'overwritten' | 'expired-in
  * ({@link LeadershipLostError}): why, and the key and token it held (or waited with).
  */
 export class HoldLostError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
     code: 'LOCK_LOST' | 'LEADERSHIP_LOST',
+    /** Why the hold can no longer be trusted. */
     readonly reason: LockLostReason,
+    /** The etcd key the hold had (or waited with). */
     readonly key: string,
+    /** The hold's fencing token: writes fenced with it are now refused by a newer holder's. */
     readonly token: bigint,
     message: string,
     options?: { cause?: unknown },
@@ -258,6 +303,7 @@ export class HoldLostError extends LeaseholdError {
 
 /** A held lock (or a queued waiter) can no longer be trusted; `reason` says why. */
 export class LockLostError extends HoldLostError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
     reason: LockLostReason,
     key: string,
@@ -271,8 +317,11 @@ export class LockLostError extends HoldLostError {
 
 /** The lock was released by its holder; its write helpers no longer write. */
 export class LockReleasedError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The released lock's etcd key. */
     readonly key: string,
+    /** The released lock's fencing token. */
     readonly token: bigint,
   ) {
     super('LOCK_RELEASED', `lock ${key} (token ${token}) was released; acquire it again to write`);
@@ -281,8 +330,11 @@ export class LockReleasedError extends LeaseholdError {
 
 /** `campaign` waited `timeoutMs` without being elected; its candidacy is withdrawn. */
 export class CampaignTimeoutError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The election campaigned in. */
     readonly election: string,
+    /** The `timeoutMs` the call gave. */
     readonly timeoutMs: number,
   ) {
     super(
@@ -297,8 +349,10 @@ export class CampaignTimeoutError extends LeaseholdError {
  * ({@link LockLostReason}). The fencing token of the term is `token`.
  */
 export class LeadershipLostError extends HoldLostError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
     reason: LockLostReason,
+    /** The election whose leadership was lost. */
     readonly election: string,
     key: string,
     token: bigint,
@@ -311,9 +365,13 @@ export class LeadershipLostError extends HoldLostError {
 
 /** The leader resigned; the leadership's write helpers no longer write. */
 export class LeadershipResignedError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The election resigned from. */
     readonly election: string,
+    /** The leadership's etcd key. */
     readonly key: string,
+    /** The fencing token of the resigned term. */
     readonly token: bigint,
   ) {
     super(
@@ -329,8 +387,11 @@ export class LeadershipResignedError extends LeaseholdError {
  * is lost, and `cause` is then the loss.
  */
 export class InsufficientLeaseTimeError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The time asked for, in ms (the argument of `assertTimeLeft`). */
     readonly neededMs: number,
+    /** The time left before the lease's local deadline, in ms; 0 once lost. */
     readonly leftMs: number,
     message: string,
     options?: { cause?: unknown },
@@ -346,9 +407,13 @@ export class InsufficientLeaseTimeError extends LeaseholdError {
  * was acquired, and nothing was left in the queue.
  */
 export class PermitsMismatchError extends LeaseholdError {
+  /** Made by leasehold where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The semaphore asked for. */
     readonly semaphore: string,
+    /** The `permits` this call gave. */
     readonly permits: number,
+    /** The `permits` the semaphore is in use with; `NaN` if its queue names none. */
     readonly heldPermits: number,
   ) {
     const held = Number.isNaN(heldPermits)
@@ -369,36 +434,60 @@ function guard<E extends LeaseholdError>(...codes: LeaseholdErrorCode[]) {
     (codes.length === 0 || codes.includes((err as Record<symbol, LeaseholdErrorCode>)[BRAND]!));
 }
 
+/**
+ * Any error thrown by `@leasehold/core`: a {@link LeaseholdError}, also from another installed copy of the package.
+ */
 export const isLeaseholdError = guard<LeaseholdError>();
 /** Bad input to any leasehold package (core, fence, cron): see {@link InvalidArgumentError}. */
 export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
   typeof err === 'object' && err !== null && INVALID_ARGUMENT_BRAND in err;
+/** A {@link ConnectError}, including its {@link TlsError} kind. */
 export const isConnectError = guard<ConnectError>('CONNECT_FAILED', 'TLS_FAILED');
+/** A {@link TlsError}. */
 export const isTlsError = guard<TlsError>('TLS_FAILED');
+/** An {@link AuthError}. */
 export const isAuthError = guard<AuthError>('AUTH_FAILED');
+/** An {@link EtcdUnavailableError}. */
 export const isEtcdUnavailableError = guard<EtcdUnavailableError>('ETCD_UNAVAILABLE');
+/** An {@link EtcdRequestError}, including its {@link PermissionDeniedError} kind. */
 export const isEtcdRequestError = guard<EtcdRequestError>(
   'ETCD_REQUEST_FAILED',
   'PERMISSION_DENIED',
 );
+/** A {@link PermissionDeniedError}. */
 export const isPermissionDeniedError = guard<PermissionDeniedError>('PERMISSION_DENIED');
+/**
+ * A {@link LeaseLostError}, including its {@link SessionClosedError} and {@link ClusterChangedError} kinds.
+ */
 export const isLeaseLostError = guard<LeaseLostError>(
   'LEASE_LOST',
   'SESSION_CLOSED',
   'CLUSTER_CHANGED',
 );
+/** A {@link SessionClosedError}. */
 export const isSessionClosedError = guard<SessionClosedError>('SESSION_CLOSED');
+/** A {@link ClusterChangedError}. */
 export const isClusterChangedError = guard<ClusterChangedError>('CLUSTER_CHANGED');
+/** A {@link ClientClosedError}. */
 export const isClientClosedError = guard<ClientClosedError>('CLIENT_CLOSED');
+/** A {@link LockTakenError}. */
 export const isLockTakenError = guard<LockTakenError>('LOCK_TAKEN');
+/** A {@link LockTimeoutError}. */
 export const isLockTimeoutError = guard<LockTimeoutError>('LOCK_TIMEOUT');
+/** A {@link LockLostError}. */
 export const isLockLostError = guard<LockLostError>('LOCK_LOST');
 /** A lost lock or leadership: {@link HoldLostError}. */
 export const isHoldLostError = guard<HoldLostError>('LOCK_LOST', 'LEADERSHIP_LOST');
+/** A {@link LockReleasedError}. */
 export const isLockReleasedError = guard<LockReleasedError>('LOCK_RELEASED');
+/** A {@link CampaignTimeoutError}. */
 export const isCampaignTimeoutError = guard<CampaignTimeoutError>('CAMPAIGN_TIMEOUT');
+/** A {@link LeadershipLostError}. */
 export const isLeadershipLostError = guard<LeadershipLostError>('LEADERSHIP_LOST');
+/** A {@link LeadershipResignedError}. */
 export const isLeadershipResignedError = guard<LeadershipResignedError>('LEADERSHIP_RESIGNED');
+/** An {@link InsufficientLeaseTimeError}. */
 export const isInsufficientLeaseTimeError =
   guard<InsufficientLeaseTimeError>('INSUFFICIENT_LEASE_TIME');
+/** A {@link PermitsMismatchError}. */
 export const isPermitsMismatchError = guard<PermitsMismatchError>('PERMITS_MISMATCH');

@@ -12,7 +12,20 @@ import { assertTimeLeft } from './time-left.js';
 
 /** An etcd write made only while the hold is still first in its queue. */
 export type FencedOp =
-  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
+  | {
+      /** Put `value` at `key`. */
+      type: 'put';
+      /** The etcd key written. */
+      key: string;
+      /** The value; a string is written as UTF-8. */
+      value: string | Uint8Array;
+    }
+  | {
+      /** Delete `key`. */
+      type: 'delete';
+      /** The etcd key deleted. */
+      key: string;
+    };
 
 /**
  * A compare for your own etcd transactions: it holds while the key still has the create
@@ -20,7 +33,9 @@ export type FencedOp =
  * `client.if(guard.key, 'Create', '==', guard.createRevision.toString())`.
  */
 export interface LockGuard {
+  /** The hold's etcd key. */
   key: string;
+  /** The key's create revision when acquired (or elected): the hold's fencing token. */
   createRevision: bigint;
 }
 
@@ -119,6 +134,12 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * `InsufficientLeaseTimeError` (with the loss or end as its cause once the hold is gone), so a
    * critical section can refuse to start work that cannot finish inside the lease. `ms` must be
    * a non-negative, finite number (`InvalidArgumentError` otherwise).
+   *
+   * @example
+   * ```ts
+   * lock.assertTimeLeft(2_000); // throws unless at least 2 s of lease are left
+   * await copyBatch(lock.token);
+   * ```
    */
   assertTimeLeft(ms: number): number {
     const leftMs = this.timeLeftMs();
@@ -141,6 +162,16 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * revision, still attached to this session's lease). Resolves to the revision of the write.
    * Rejects with the lost error (and marks the hold lost) if it does not, and with the ended
    * error once its owner ended it. Not retried: a write that timed out may have landed.
+   *
+   * Keys inside the client's lock or election queues are refused with {@link InvalidArgumentError}.
+   *
+   * @example
+   * ```ts
+   * await lock.fencedWrite([
+   *   { type: 'put', key: '/jobs/42/state', value: 'done' },
+   *   { type: 'delete', key: '/jobs/42/claim' },
+   * ]);
+   * ```
    */
   async fencedWrite(ops: readonly FencedOp[]): Promise<bigint> {
     const requests = fencedRequests(ops, this.#entry.reserved);

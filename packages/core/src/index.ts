@@ -1,3 +1,24 @@
+/**
+ * Sessions, fair fenced locks, counting semaphores, read/write locks and leader election on
+ * etcd. Every lock grant, permit and term of leadership carries a fencing token: its key's etcd
+ * create revision, a `bigint` that only grows across the cluster, for the protected resource to
+ * check (see `@leasehold/fence`).
+ *
+ * Start with {@link connect}; the {@link Leasehold} client it returns makes every lock, permit
+ * and leadership. Errors are {@link LeaseholdError}s; test them with the `isX(err)` guards.
+ * `@leasehold/core/internal` is not part of this reference: it is for leasehold's own packages.
+ *
+ * @example
+ * ```ts
+ * import { connect } from '@leasehold/core';
+ *
+ * await using client = await connect({ endpoints: ['http://127.0.0.1:2379'] });
+ * await using lock = await client.acquire('reports/daily', { timeoutMs: 30_000 });
+ * await lock.put('/reports/daily/status', `running under token ${lock.token}`);
+ * ```
+ *
+ * @module @leasehold/core
+ */
 export { Leasehold } from './client.js';
 export { connect, type ConnectOptions } from './connect.js';
 export { Session, type SessionOptions } from './session.js';

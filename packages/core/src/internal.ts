@@ -1,6 +1,9 @@
 /**
- * For leasehold's own packages only (e.g. `@leasehold/fence/etcd`). Not part of the public API
- * and free to change in any release.
+ * `@leasehold/core/internal`: for leasehold's own packages only (e.g. `@leasehold/fence/etcd`).
+ * Not part of the public API: left out of the API reference, and free to change in any release
+ * without notice. Applications use `@leasehold/core`. (It is marked so in words, not with the
+ * TSDoc tag: core builds with `stripInternal`, and the tag on this comment would drop the import
+ * below from the emitted declarations.)
  */
 import type { IKeyValue, IResponseHeader, KVClient } from 'etcd3';
 import type { Leasehold } from './client.js';

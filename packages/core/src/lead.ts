@@ -35,9 +35,11 @@ export interface LeaderContext {
    * reason). Reading it checks the session's deadline first.
    */
   signal: AbortSignal;
+  /** The term itself: for `proclaim()`, `fencedWrite()`, `timeLeftMs()` and the rest. */
   leadership: Leadership;
 }
 
+/** Options of `client.lead(election, value, work, options)`; every field is optional. */
 export interface LeadOptions {
   /**
    * Shuts down: stops campaigning, or, while leading, aborts the work's signal, waits up to
@@ -72,6 +74,11 @@ export interface LeadOptions {
   requeue?: boolean;
 }
 
+/**
+ * The leader-only work `client.lead()` runs in each term. It should stop when `context.signal`
+ * aborts; returning ends the term (see {@link LeadOptions.requeue}), throwing ends `lead()` with
+ * that error.
+ */
 export type LeaderWork = (context: LeaderContext) => unknown;
 
 /**

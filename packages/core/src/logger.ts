@@ -8,13 +8,18 @@
  */
 import { invalid } from './options.js';
 
+/** One log method: an object of fields first, then the message (pino's order). */
 export type LogFn = (fields: object, message?: string) => void;
 
 /** What the SDK logs to: pino's interface (`logger.warn({ endpoint }, 'message')`). */
 export interface Logger {
+  /** Retries, failovers and other details of normal operation. */
   debug: LogFn;
+  /** Connects, closes, elections won and other changes of state. */
   info: LogFn;
+  /** Something lost or at risk: a session, a hold, a stall, a clean-up that failed. */
   warn: LogFn;
+  /** Failures the caller must act on: a connect that failed, an etcd cluster that changed. */
   error: LogFn;
 }
 

@@ -25,6 +25,10 @@ import { assertSession, type Session } from './session.js';
 /** Tells the acquisition's telemetry that its key is in the queue (see `Telemetry.acquisition`). */
 type Joined = (entry: Entry) => void;
 
+/**
+ * Options of `client.acquire(name, options)` (and of `acquireRead`/`acquireWrite`, `withLock`);
+ * every field is optional.
+ */
 export interface AcquireOptions {
   /** Stop waiting when aborted; the promise rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -39,6 +43,10 @@ export interface AcquireOptions {
   value?: string;
 }
 
+/**
+ * Options of `client.tryAcquire(name, options)`: those of {@link AcquireOptions} but `timeoutMs`,
+ * since it never waits.
+ */
 export type TryAcquireOptions = Omit<AcquireOptions, 'timeoutMs'>;
 
 /** What `withLock` hands to its function. */
@@ -47,6 +55,7 @@ export interface LockContext {
   token: bigint;
   /** Aborts when the lock can no longer be trusted (see {@link Lock.signal}). */
   signal: AbortSignal;
+  /** The lock itself: for `timeLeftMs()`, `fencedWrite()`, `onLost()` and the rest. */
   lock: Lock;
 }
 
@@ -216,6 +225,7 @@ export class Lock extends Hold<LockLostError, LockReleasedError> {
     return this.end('release', () => new LockReleasedError(this.key, this.token));
   }
 
+  /** {@link Lock.release}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
   }

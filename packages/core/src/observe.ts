@@ -21,11 +21,13 @@ import type { WatchEvent } from './watch.js';
 
 /** Who leads an election as of `revision`; `leader` is undefined when no one does. */
 export interface LeaderState {
+  /** The leader's key, token and value; `undefined` while no one leads. */
   leader: Holder | undefined;
   /** The etcd revision at which this became the state. */
   revision: bigint;
 }
 
+/** Options of `client.observe(election, options)`. */
 export interface ObserveOptions {
   /** Ends the iteration (without an error) when aborted. */
   signal?: AbortSignal;

@@ -87,14 +87,19 @@ export const tunables = {
 
 /** PEM-encoded material for TLS to etcd. Endpoints must use https. */
 export interface TlsOptions {
+  /** The CA certificate(s) that sign etcd's server certificates. Required. */
   caCert: Buffer | string;
+  /** This client's certificate, for etcd's `--client-cert-auth`; with `clientKey`. */
   clientCert?: Buffer | string;
+  /** The private key of `clientCert`. */
   clientKey?: Buffer | string;
 }
 
 /** etcd's username/password authentication. */
 export interface AuthOptions {
+  /** The etcd user. */
   username: string;
+  /** The user's password. */
   password: string;
 }
 
@@ -105,6 +110,9 @@ export interface AuthOptions {
 export const MIN_TTL_SECONDS = 2;
 /** etcd's `MaxLeaseTTL`. */
 export const MAX_TTL_SECONDS = 9_000_000_000;
+/**
+ * Most characters (UTF-16 code units) of a lock, semaphore or election name, and of a key prefix.
+ */
 export const MAX_NAME_LENGTH = 1024;
 /**
  * Most bytes (UTF-8) of a lock's holder value or a candidate's value. Values travel on every

@@ -41,6 +41,10 @@ import { isMember, type Entry, type Queue } from './queue.js';
 /** The most permits a semaphore can have. */
 export const MAX_PERMITS = 10_000;
 
+/**
+ * Options of `client.acquirePermit(name, options)` and `client.withPermit()`: `permits` is
+ * required; the rest are those of {@link AcquireOptions}.
+ */
 export interface PermitOptions extends AcquireOptions {
   /**
    * How many holders the semaphore admits at once: a whole number from 1 to 10,000. Every caller
@@ -49,15 +53,24 @@ export interface PermitOptions extends AcquireOptions {
   permits: number;
 }
 
+/**
+ * Options of `client.tryAcquirePermit(name, options)`: those of {@link PermitOptions} but
+ * `timeoutMs`, since it never waits.
+ */
 export type TryPermitOptions = Omit<PermitOptions, 'timeoutMs'>;
 
 /** What `withPermit` hands to its function. */
 export interface PermitContext {
   /** The fencing token: send it with every write, and with `slot` for the slot's resource. */
   token: bigint;
+  /**
+   * Which of the semaphore's permits this is, from 0 to `permits - 1`; no other holder has it
+   * meanwhile.
+   */
   slot: number;
   /** Aborts when the permit can no longer be trusted. */
   signal: AbortSignal;
+  /** The permit itself: for `timeLeftMs()`, `fencedWrite()`, `onLost()` and the rest. */
   permit: Permit;
 }
 

@@ -26,6 +26,7 @@ import {
   validateTtlSeconds,
 } from './options.js';
 
+/** Options of `client.session(options)`; every field is optional. */
 export interface SessionOptions {
   /** Lease TTL in whole seconds, from 2 to 9,000,000,000. Default 10. */
   ttlSeconds?: number;
@@ -199,6 +200,10 @@ export class Session implements AsyncDisposable {
     private readonly clock: Clock,
     private readonly report: Report,
     grant: Grant,
+    /**
+     * How much earlier than the lease's expiry, as etcd counts it, this session declares itself
+     * lost; see {@link SessionOptions.safetyMarginMs}.
+     */
     readonly safetyMarginMs: number,
     grantSentAt: number,
   ) {
@@ -387,6 +392,7 @@ export class Session implements AsyncDisposable {
     return this.#closing;
   }
 
+  /** {@link Session.close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

@@ -41,9 +41,15 @@ import { invalid } from './options.js';
  */
 export interface TelemetryOptions {
   /** Default: the global one (`metrics.setGlobalMeterProvider`), a no-op until an SDK sets it. */
-  meterProvider?: { getMeter(name: string, version?: string): object };
+  meterProvider?: {
+    /** Returns the meter of the instrumentation scope `name` (`@leasehold/core`). */
+    getMeter(name: string, version?: string): object;
+  };
   /** Default: the global one (`trace.setGlobalTracerProvider`), a no-op until an SDK sets it. */
-  tracerProvider?: { getTracer(name: string, version?: string): object };
+  tracerProvider?: {
+    /** Returns the tracer of the instrumentation scope `name` (`@leasehold/core`). */
+    getTracer(name: string, version?: string): object;
+  };
 }
 
 export const SCOPE = '@leasehold/core';

@@ -228,9 +228,11 @@ export function readMarker(
 
 /** Who holds a fire (or the running marker) when a claim did not get it. */
 export interface Holder {
+  /** The runner (replica) that holds it; `undefined` if its record names none. */
   runner: string | undefined;
   /** The create revision of the record (or marker): the holder's token. */
   token: bigint | undefined;
+  /** The fire it holds, as an ISO 8601 string; `undefined` if unknown. */
   fireTime: string | undefined;
 }
 
@@ -316,19 +318,26 @@ export function finishRequest(input: FinishInput): TxnRequest {
 
 /** One fire as `history()` reports it. */
 export interface HistoryEntry {
+  /** The job. */
   job: string;
+  /** The fire's instant, as the schedule computes it. */
   fireTime: Date;
   /** The claim's token (the record's create revision). */
   token: bigint;
+  /** The runner (replica) that claimed the fire: its `runner` option, `hostname:pid` by default. */
   runner: string;
+  /** Whether the fire was run on time or caught up. */
   attempt: Attempt;
+  /** When the runner claimed the fire, by its clock. */
   claimedAt: Date;
   /**
    * `'running'` while its runner is alive and running it; a run's outcome once it ended;
    * `'lost'` also when its runner died without recording one.
    */
   outcome: RunOutcome | 'running';
+  /** How long the run took, in ms, once it ended. */
   durationMs?: number;
+  /** What the run threw (`name: message`, shortened), when its outcome is `'error'`. */
   error?: string;
 }
 

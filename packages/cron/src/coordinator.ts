@@ -25,10 +25,16 @@ import {
 
 /** The shape node-cron 4.x expects (its own `RunCoordinator` type, restated: no node-cron types). */
 export interface RunCoordinator {
+  /**
+   * Whether this instance runs the fire `key` (`<task name>:<fire slot as ISO 8601>`); `ttlMs` is
+   * how long the claim must last (node-cron's `distributedLease`).
+   */
   shouldRun(key: string, ttlMs: number): boolean | Promise<boolean>;
+  /** Called by node-cron once the fire `key` this instance ran has ended. */
   onComplete?(key: string): void | Promise<void>;
 }
 
+/** Options of {@link leaseholdRunCoordinator}; every field is optional. */
 export interface RunCoordinatorOptions {
   /** Key prefix of claims and records; the scheduler's default. Default `/leasehold/cron/`. */
   prefix?: string;
@@ -59,11 +65,14 @@ export interface RunCoordinatorOptions {
  * name and its execution events, which node-cron emits before it calls `onComplete`.
  */
 export interface TrackedTask {
+  /** The task's name: the first part of its coordination keys. */
   name?: string;
+  /** Starts calling `listener` when a run of the task finishes or fails. */
   on(
     event: 'execution:finished' | 'execution:failed',
     listener: (context: TaskContext) => void,
   ): unknown;
+  /** Stops calling `listener`. */
   off(
     event: 'execution:finished' | 'execution:failed',
     listener: (context: TaskContext) => void,
@@ -72,8 +81,13 @@ export interface TrackedTask {
 
 /** The part of node-cron's `TaskContext` that tells which fire ended how. */
 export interface TaskContext {
+  /** The fire slot the run was for. */
   date: Date;
-  execution?: { error?: unknown };
+  /** The run. */
+  execution?: {
+    /** What the run threw, on `execution:failed`. */
+    error?: unknown;
+  };
 }
 
 /** A claim this instance holds for a fire it is running. */
@@ -84,8 +98,22 @@ export interface CoordinatedClaim {
   signal: AbortSignal;
 }
 
+/**
+ * The coordinator {@link leaseholdRunCoordinator} returns: node-cron's {@link RunCoordinator}, and
+ * what leasehold adds (tokens, history, outcomes, errors).
+ */
 export interface LeaseholdRunCoordinator extends RunCoordinator {
+  /**
+   * Claims the fire `key` (`<task name>:<fire slot as ISO 8601>`) for this instance: resolves
+   * `true` if it got the claim and should run the task, `false` if another instance has it (or,
+   * with `overlap: 'skip'`, a previous fire still runs). Throws `InvalidArgumentError` for a key or
+   * `ttlMs` node-cron would not give.
+   */
   shouldRun(key: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Records how the run of `key` ended (see `track()`) and ends its claim; the record stays for the
+   * retention time, so a late instance does not run the fire again.
+   */
   onComplete(key: string): Promise<void>;
   /**
    * The claim this instance holds for task `name`'s fire at `fireTime` (node-cron passes it as
@@ -127,6 +155,22 @@ export function parseCoordinatorKey(key: unknown): { name: string; fireMs: numbe
  * `distributed: true` task onto etcd (`cron.setRunCoordinator(leaseholdRunCoordinator(client))`,
  * or the task's `runCoordinator` option). Claims are kept, not deleted, when a run completes:
  * an instance whose clock lags finds the record and does not run the fire again.
+ *
+ * @throws {@link InvalidArgumentError} for a `client` that is not a leasehold client or an option
+ *   that is not allowed (see {@link RunCoordinatorOptions}).
+ *
+ * @example
+ * ```ts
+ * import cron from 'node-cron';
+ *
+ * const coordinator = leaseholdRunCoordinator(client);
+ * cron.setRunCoordinator(coordinator); // every distributed task now claims in etcd
+ * const task = cron.schedule('0 * * * *', async (ctx) => {
+ *   const claim = coordinator.claimOf('sync-invoices', ctx.date); // { token, signal }
+ *   await syncInvoices(claim?.token);
+ * }, { name: 'sync-invoices', distributed: true });
+ * coordinator.track(task); // records say 'ok' or 'error', not just 'completed'
+ * ```
  */
 export function leaseholdRunCoordinator(
   client: Leasehold,

@@ -9,12 +9,20 @@
  */
 const BRAND = Symbol.for('leasehold.cron.error');
 
+/** The stable `code` of every {@link CronError}, one per error class. */
 export type CronErrorCode =
   'INVALID_ARGUMENT' | 'SCHEDULER_STOPPED' | 'MAX_RUN_TIME' | 'LEASE_AT_RISK' | 'RUN_REPLACED';
 
+/**
+ * The base of every error `@leasehold/cron` throws or puts on a run's `signal`: `name` is the
+ * class name, `code` a stable {@link CronErrorCode}, `cause` the underlying failure where there is
+ * one. Test for it with {@link isCronError}.
+ */
 export class CronError extends Error {
+  /** Which failure this is; one value per class, stable across releases. */
   declare readonly code: CronErrorCode;
 
+  /** Made by the scheduler where the failure happens; exported for `instanceof` and tests. */
   constructor(code: CronErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     Object.defineProperty(this, 'code', { value: code, enumerable: true });
@@ -34,6 +42,7 @@ const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
  * `isInvalidArgumentError` (this package's, core's or fence's) answers for it.
  */
 export class InvalidArgumentError extends CronError {
+  /** Made by the scheduler where the failure happens; exported for `instanceof` and tests. */
   constructor(message: string, options?: { cause?: unknown }) {
     super('INVALID_ARGUMENT', message, options);
     Object.defineProperty(this, INVALID_ARGUMENT_BRAND, { value: true });
@@ -45,6 +54,7 @@ export class InvalidArgumentError extends CronError {
  * `signal` of every run that was still going when `stop()` was called.
  */
 export class SchedulerStoppedError extends CronError {
+  /** Made by the scheduler where the failure happens; exported for `instanceof` and tests. */
   constructor() {
     super('SCHEDULER_STOPPED', 'the scheduler was stopped; create a new one to schedule again');
   }
@@ -52,9 +62,13 @@ export class SchedulerStoppedError extends CronError {
 
 /** The reason on a run's `signal` when the run passed its job's `maxRunMs`. */
 export class MaxRunTimeError extends CronError {
+  /** Made by the scheduler where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The job whose run took too long. */
     readonly job: string,
+    /** The fire the run was for. */
     readonly fireTime: Date,
+    /** The job's `maxRunMs`. */
     readonly maxRunMs: number,
   ) {
     super(
@@ -70,8 +84,11 @@ export class MaxRunTimeError extends CronError {
  * with a healthy lease can claim the fire.
  */
 export class LeaseAtRiskError extends CronError {
+  /** Made by the scheduler where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The runner's lease. */
     readonly leaseId: bigint,
+    /** The time the lease had left before its local deadline, in ms. */
     readonly remainingMs: number,
   ) {
     super(
@@ -87,10 +104,21 @@ export class LeaseAtRiskError extends CronError {
  * and token, when the running marker said.
  */
 export class RunReplacedError extends CronError {
+  /** Made by the scheduler where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The job whose run was replaced. */
     readonly job: string,
+    /** The fire the replaced run was for. */
     readonly fireTime: Date,
-    readonly by: { fireTime?: string; runner?: string; token?: bigint },
+    /** The replacing run, as far as its running marker said. */
+    readonly by: {
+      /** Its fire, as an ISO 8601 string. */
+      fireTime?: string;
+      /** The runner (replica) that claimed it. */
+      runner?: string;
+      /** Its fencing token. */
+      token?: bigint;
+    },
   ) {
     const who =
       by.fireTime === undefined
@@ -108,15 +136,20 @@ function hasCode(err: unknown, code?: CronErrorCode): boolean {
   return code === undefined || (err as Record<symbol, unknown>)[BRAND] === code;
 }
 
+/** Any error of `@leasehold/cron`: a {@link CronError}, also from another installed copy. */
 export const isCronError = (err: unknown): err is CronError => hasCode(err);
 /** Bad input to any leasehold package: cron's, core's or fence's `InvalidArgumentError`. */
 export const isInvalidArgumentError = (err: unknown): err is InvalidArgumentError =>
   typeof err === 'object' && err !== null && INVALID_ARGUMENT_BRAND in err;
+/** A {@link SchedulerStoppedError}. */
 export const isSchedulerStoppedError = (err: unknown): err is SchedulerStoppedError =>
   hasCode(err, 'SCHEDULER_STOPPED');
+/** A {@link MaxRunTimeError}. */
 export const isMaxRunTimeError = (err: unknown): err is MaxRunTimeError =>
   hasCode(err, 'MAX_RUN_TIME');
+/** A {@link LeaseAtRiskError}. */
 export const isLeaseAtRiskError = (err: unknown): err is LeaseAtRiskError =>
   hasCode(err, 'LEASE_AT_RISK');
+/** A {@link RunReplacedError}. */
 export const isRunReplacedError = (err: unknown): err is RunReplacedError =>
   hasCode(err, 'RUN_REPLACED');

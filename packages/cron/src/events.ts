@@ -10,6 +10,7 @@ export { Listeners } from '@leasehold/core/internal';
 
 /** Every event names the job and the fire. */
 export interface FireEvent {
+  /** The job, as named in `schedule()`. */
   job: string;
   /** The fire's instant, as the schedule computes it (the same on every replica). */
   fireTime: Date;
@@ -17,7 +18,9 @@ export interface FireEvent {
 
 /** This replica claimed a fire: it will run it, with `token`. */
 export interface ClaimedEvent extends FireEvent {
+  /** The claim's fencing token: send it with every write the run makes. */
   token: bigint;
+  /** Whether the fire was reached on time or is a missed one caught up. */
   attempt: Attempt;
 }
 
@@ -29,7 +32,9 @@ export interface ClaimedEvent extends FireEvent {
  */
 export type SkipReason = 'claimed-elsewhere' | 'overlap' | 'misfire';
 
+/** A fire this replica did not run, and why. */
 export interface SkippedEvent extends FireEvent {
+  /** Why this replica did not run the fire. */
   reason: SkipReason;
   /** Who has the fire (claimed elsewhere) or the running marker (overlap); unknown for misfire. */
   holder?: Holder;
@@ -40,7 +45,9 @@ export type StartedEvent = ClaimedEvent;
 
 /** A run ended; its record was written (or the write failed: see `onError`). */
 export interface FinishedEvent extends ClaimedEvent {
+  /** How long the run took, in ms. */
   durationMs: number;
+  /** How the run ended, as recorded. */
   outcome: RunOutcome;
   /** What the run threw (`'error'`), or the reason its signal aborted. */
   error?: unknown;
@@ -48,12 +55,16 @@ export interface FinishedEvent extends ClaimedEvent {
 
 /** The runner's lease was lost while the run was going (or before it could start). */
 export interface LostEvent extends ClaimedEvent {
+  /** The loss: core's `LeaseLostError`. */
   error: Error;
 }
 
 /** Something failed that the scheduler could not hand back to a caller (a claim, a record). */
 export interface ErrorEvent {
+  /** The job the failure is about. */
   job: string;
+  /** The fire it is about, when there is one. */
   fireTime?: Date;
+  /** What failed. */
   error: Error;
 }

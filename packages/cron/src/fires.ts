@@ -11,7 +11,12 @@ import { describeValue as describe } from '@leasehold/core/internal';
 import { invalid, limits, type MisfirePolicy } from './options.js';
 
 /** When a job fires: a cron expression (read with croner), or every `everyMs` milliseconds. */
-export type ScheduleSpec = string | { everyMs: number };
+export type ScheduleSpec =
+  | string
+  | {
+      /** Fire at every multiple of this many milliseconds since the Unix epoch. */
+      everyMs: number;
+    };
 
 /** How a run came about: its fire was reached on time, or it is a missed fire caught up. */
 export type Attempt = 'scheduled' | 'catch-up';

@@ -1,3 +1,23 @@
+/**
+ * Scheduled jobs that run once per fire across all replicas, on etcd. Every replica schedules
+ * the same job; for each fire exactly one wins a claim (one etcd transaction) and runs it with the
+ * claim's fencing token. Start with {@link createScheduler}; for node-cron 4 tasks, see
+ * {@link leaseholdRunCoordinator}.
+ *
+ * @example
+ * ```ts
+ * import { connect } from '@leasehold/core';
+ * import { createScheduler } from '@leasehold/cron';
+ *
+ * const client = await connect({ endpoints: ['http://127.0.0.1:2379'] });
+ * const scheduler = await createScheduler(client);
+ * scheduler.schedule('reports/daily', '30 6 * * *', async ({ token, signal, fireTime }) => {
+ *   // send `token` with every write; stop when `signal` aborts
+ * });
+ * ```
+ *
+ * @module @leasehold/cron
+ */
 export { createScheduler, Scheduler, type RunContext, type JobRun } from './scheduler.js';
 export {
   leaseholdRunCoordinator,

@@ -24,10 +24,13 @@ export interface Announcement {
   runner: string;
 }
 
+/** One job as {@link inspectJobs} reports it. */
 export interface JobReport {
+  /** The job's name. */
   job: string;
   /** As announced by a live replica; absent when none runs it (or a node-cron coordinator does). */
   schedule?: ScheduleSpec;
+  /** The time zone its cron expression is read in, as announced with `schedule`. */
   timeZone?: string;
   /** The next fire by this machine's clock, when the schedule is known. */
   next?: Date;
@@ -35,6 +38,7 @@ export interface JobReport {
   recent: HistoryEntry[];
 }
 
+/** Options of {@link inspectJobs}; every field is optional. */
 export interface InspectJobsOptions {
   /** Default `/leasehold/cron/`, as the scheduler's. */
   prefix?: string;
@@ -52,7 +56,19 @@ export const announcementRange = (prefix: string, job: string): [string, string]
 export const announcementKey = (prefix: string, job: string, leaseId: bigint): string =>
   `${announcementRange(prefix, job)[0]}${leaseId.toString(16)}`;
 
-/** Reads every job under the prefix: schedule, next fire and newest records. */
+/**
+ * Reads every job under the prefix: schedule, next fire and newest records.
+ *
+ * `limit` is the number of records per job (1 to 1000, default 5). Bad input throws
+ * {@link InvalidArgumentError}.
+ *
+ * @example
+ * ```ts
+ * for (const { job, next, recent } of await inspectJobs(client)) {
+ *   console.log(job, next?.toISOString(), recent[0]?.outcome);
+ * }
+ * ```
+ */
 export async function inspectJobs(
   client: Leasehold,
   options?: InspectJobsOptions,

@@ -77,7 +77,15 @@ export const limits = {
   replaceCheckMs: 1_000,
 } as const;
 
+/**
+ * What a fire does while the job's previous run is still going on some replica: `'skip'` it,
+ * `'allow'` both, or `'replace'` the running one. See {@link JobOptions.overlap}.
+ */
 export type OverlapPolicy = 'skip' | 'allow' | 'replace';
+/**
+ * What happens to a fire no replica reached in time: `'skip'` it, or `'run-once'` (the latest
+ * missed one). See {@link JobOptions.misfire}.
+ */
 export type MisfirePolicy = 'skip' | 'run-once';
 
 /** Options of one scheduled job. */

@@ -68,11 +68,17 @@ export interface RunContext {
   signal: AbortSignal;
   /** The fire's instant, as the schedule computes it (the same on every replica). */
   fireTime: Date;
+  /** The job, as named in `schedule()`. */
   job: string;
   /** `'scheduled'`, or `'catch-up'` for a missed fire run under `misfire: 'run-once'`. */
   attempt: Attempt;
 }
 
+/**
+ * A job's work, run once per fire on the replica that claimed it. It should stop when
+ * `context.signal` aborts; what it returns is ignored, what it throws is recorded as the run's
+ * `'error'` outcome.
+ */
 export type JobRun = (context: RunContext) => unknown;
 
 interface JobState {
@@ -101,6 +107,16 @@ interface ActiveRun {
  * Creates a scheduler on `client`: jobs scheduled on it run once per fire across every replica
  * that schedules the same job under the same `prefix`. Checks the options, and that the runner's
  * lease is live (granting the client's shared session if it has none yet).
+ *
+ * @throws {@link InvalidArgumentError} for a `client` that is not a leasehold client or an option
+ *   that is not allowed; the shared session's failure (core's `ConnectError`, `LeaseLostError`, ...)
+ *   if it cannot be granted, or the given `session`'s loss.
+ *
+ * @example
+ * ```ts
+ * const scheduler = await createScheduler(client, { prefix: '/myapp/cron/' });
+ * process.once('SIGTERM', () => void scheduler.stop({ drainMs: 30_000 }));
+ * ```
  */
 export async function createScheduler(
   client: Leasehold,
@@ -172,6 +188,15 @@ export class Scheduler implements AsyncDisposable {
    * same `job` under the same prefix. Throws `InvalidArgumentError` for a bad name, expression,
    * time zone or option, or a job already scheduled here; `SchedulerStoppedError` after `stop()`.
    * The timer keeps the process alive until `stop()`.
+   *
+   * @example
+   * ```ts
+   * scheduler.schedule('reports/daily', '30 6 * * *', async ({ token, signal, fireTime }) => {
+   *   await writeReport(fireTime, { token, signal }); // fenced by `token`
+   * }, { timeZone: 'Europe/Berlin', maxRunMs: 10 * 60_000 });
+   *
+   * scheduler.schedule('heartbeat', { everyMs: 60_000 }, ({ token }) => ping(token));
+   * ```
    */
   schedule(job: string, schedule: ScheduleSpec, run: JobRun, options?: JobOptions): void {
     if (this.#stop.signal.aborted) throw new SchedulerStoppedError();
@@ -212,6 +237,8 @@ export class Scheduler implements AsyncDisposable {
   /**
    * The newest records of `job` (any job under this prefix, scheduled here or not), newest
    * first: fire time, token, runner, attempt, outcome and duration. One linearizable read.
+   *
+   * `limit`: how many records, 1 to 10 000; default 20.
    */
   async history(job: string, options?: { limit?: number }): Promise<HistoryEntry[]> {
     const keys = jobKeys(this.#settings.prefix, job);
@@ -282,6 +309,7 @@ export class Scheduler implements AsyncDisposable {
     return this.#stopping;
   }
 
+  /** {@link Scheduler.stop} with its defaults, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }

@@ -1,3 +1,10 @@
+/**
+ * The conformance suite every {@link FencedStore} adapter must pass, as vitest tests: call
+ * {@link describeFenceConformance} in a test file with a factory for your store. Needs `vitest`
+ * (an optional peer dependency of `@leasehold/fence`).
+ *
+ * @module @leasehold/fence/conformance
+ */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkObject, type FencedStore } from './contract.js';
@@ -19,6 +26,7 @@ export interface FenceConformanceHarness {
   close?(): Promise<void>;
 }
 
+/** Options of {@link describeFenceConformance}; every field is optional. */
 export interface FenceConformanceOptions {
   /** Writers racing in the concurrency case. Default 24. */
   concurrentWriters?: number;

@@ -5,12 +5,19 @@ import { parseToken, type TokenInput } from './token.js';
 export interface Fence {
   /** The name of what is written; one highest token is kept per resource. */
   resource: string;
+  /**
+   * The writer's fencing token (a lock's `token`): a `bigint`, a canonical decimal string or a
+   * safe integer, from 1 to {@link "@leasehold/fence"!MAX_TOKEN}. Anything else throws
+   * {@link "@leasehold/fence"!InvalidTokenError}.
+   */
   token: TokenInput;
 }
 
 /** A value as a fenced store holds it: the last accepted write and the token it came with. */
 export interface FencedValue {
+  /** The value of the last accepted write. */
   readonly value: string;
+  /** The token that write came with. */
   readonly token: bigint;
 }
 
@@ -27,8 +34,18 @@ export interface FencedValue {
  * - resources are independent of each other.
  */
 export interface FencedStore {
+  /**
+   * Writes `value` to `resource` if `token` is at least the highest the resource has accepted.
+   *
+   * @throws {@link "@leasehold/fence"!StaleTokenError} when the resource has accepted a higher
+   *   token; nothing changed.
+   * @throws {@link "@leasehold/fence"!InvalidTokenError} for a token out of range; nothing was
+   *   sent.
+   */
   write(write: Fence & { value: string }): Promise<void>;
+  /** The last accepted write of `resource` with its token; `undefined` if none was. */
   read(resource: string): Promise<FencedValue | undefined>;
+  /** The highest token `resource` has accepted; `undefined` if none. */
   highestToken(resource: string): Promise<bigint | undefined>;
 }
 

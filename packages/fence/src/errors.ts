@@ -13,11 +13,19 @@
  */
 const BRAND = Symbol.for('leasehold.fence.error');
 
+/** The stable `code` of every {@link FenceError}, one per error class. */
 export type FenceErrorCode = 'INVALID_TOKEN' | 'STALE_TOKEN' | 'INVALID_ARGUMENT';
 
+/**
+ * The base of every error the fence adapters throw: `name` is the class name, `code` a stable
+ * {@link FenceErrorCode}. Driver and network errors are not wrapped: they pass through as they
+ * are. Test for it with {@link isFenceError}.
+ */
 export class FenceError extends Error {
+  /** Which failure this is; one value per class, stable across releases. */
   declare readonly code: FenceErrorCode;
 
+  /** Made by the adapters where the failure happens; exported for `instanceof` and tests. */
   constructor(code: FenceErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     Object.defineProperty(this, 'code', { value: code, enumerable: true });
@@ -36,8 +44,11 @@ function hasCode(err: unknown, code?: FenceErrorCode): err is FenceError {
  * has written since. The write was not applied.
  */
 export class StaleTokenError extends FenceError {
+  /** Made by the adapters where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The resource written. */
     readonly resource: string,
+    /** The token the write came with, lower than the highest accepted. */
     readonly token: bigint,
     /** The highest token the resource has accepted, or `undefined` when the store could not say. */
     readonly highestToken: bigint | undefined,
@@ -55,7 +66,9 @@ export class StaleTokenError extends FenceError {
 
 /** A token that is not an integer in [1, 2^63-1]: the message names the value and the rule. */
 export class InvalidTokenError extends FenceError {
+  /** Made by the adapters where the failure happens; exported for `instanceof` and tests. */
   constructor(
+    /** The value given as a token, as it was. */
     readonly value: unknown,
     reason: string,
   ) {
@@ -76,6 +89,7 @@ const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
 
 /** Bad input other than a token: the message names the value and what is allowed. */
 export class InvalidArgumentError extends FenceError {
+  /** Made by the adapters where the failure happens; exported for `instanceof` and tests. */
   constructor(message: string) {
     super('INVALID_ARGUMENT', message);
     Object.defineProperty(this, INVALID_ARGUMENT_BRAND, { value: true });
@@ -102,9 +116,12 @@ export function invalid(name: string, allowed: string, value: unknown): InvalidA
   return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
 }
 
+/** Any error of the fence adapters: a {@link FenceError}, also from another installed copy. */
 export const isFenceError = (err: unknown): err is FenceError => hasCode(err);
+/** A {@link StaleTokenError}: the write was refused because a newer token has written. */
 export const isStaleTokenError = (err: unknown): err is StaleTokenError =>
   hasCode(err, 'STALE_TOKEN');
+/** An {@link InvalidTokenError}. */
 export const isInvalidTokenError = (err: unknown): err is InvalidTokenError =>
   hasCode(err, 'INVALID_TOKEN');
 /**

@@ -9,6 +9,8 @@
  *
  * etcd compares values as bytes, so tokens are stored zero-padded to 20 digits: for such
  * strings byte order is numeric order, exact for all int64 tokens.
+ *
+ * @module @leasehold/fence/etcd
  */
 import type { Leasehold } from '@leasehold/core';
 import { fencedRequests, kvCall, queuePrefixes, queueOf } from '@leasehold/core/internal';
@@ -28,6 +30,7 @@ export const etcdDefaults = {
   prefix: '/leasehold/fence/',
 } as const;
 
+/** Options of {@link fencedTxn} and {@link etcdStore}; every field is optional. */
 export interface EtcdFenceOptions {
   /** Key prefix for fence keys and for values written by the store. Default `/leasehold/fence/`. */
   prefix?: string;
@@ -37,10 +40,24 @@ export interface EtcdFenceOptions {
 
 /** A put or delete applied only if the token is accepted. */
 export type EtcdFencedOp =
-  { type: 'put'; key: string; value: string | Uint8Array } | { type: 'delete'; key: string };
+  | {
+      /** Put `value` at `key`. */
+      type: 'put';
+      /** The etcd key written: not the fence key, nor inside a lock or election queue. */
+      key: string;
+      /** The value; a string is written as UTF-8. */
+      value: string | Uint8Array;
+    }
+  | {
+      /** Delete `key`. */
+      type: 'delete';
+      /** The etcd key deleted: not the fence key, nor inside a lock or election queue. */
+      key: string;
+    };
 
 /** `{ resource, token }`, the ops to apply, and the module's options. */
 export interface FencedTxn extends Fence, EtcdFenceOptions {
+  /** The puts and deletes (at least one, each key once), applied with the fence check. */
   ops: readonly EtcdFencedOp[];
 }
 
@@ -73,6 +90,15 @@ function keys(options: EtcdFenceOptions) {
  * a timed-out write may have landed.
  *
  * @throws StaleTokenError when the fence key holds a higher token; nothing was changed.
+ *
+ * @example
+ * ```ts
+ * await fencedTxn(client, {
+ *   resource: 'config/prod',
+ *   token: lock.token,
+ *   ops: [{ type: 'put', key: '/config/prod/version', value: 'v42' }],
+ * });
+ * ```
  */
 export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigint> {
   const { resource, token } = checkFence(txn);
@@ -128,6 +154,7 @@ export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigi
 
 /** A {@link FencedStore} in etcd, and where it keeps each resource. */
 export interface EtcdStore extends FencedStore {
+  /** The key prefix of its fence and value keys (`prefix` option, default `/leasehold/fence/`). */
   readonly prefix: string;
   /** The key holding the highest accepted token of `resource`. */
   fenceKey(resource: string): string;

@@ -1,3 +1,10 @@
+/**
+ * The reference fence: what every backend does, in a few lines of plain JavaScript. Use it in
+ * documentation and in your own unit tests in place of a real store. Atomicity comes from running
+ * the check and the write in one synchronous step, with no `await` between them.
+ *
+ * @module @leasehold/fence/memory
+ */
 import {
   checkFence,
   checkWrite,
@@ -9,16 +16,18 @@ import {
 import { StaleTokenError } from './errors.js';
 
 /**
- * The reference fence: what every backend does, in a few lines of plain JavaScript. Use it in
- * documentation and in your own unit tests in place of a real store. Atomicity comes from running
- * the check and the write in one synchronous step, with no `await` between them.
- */
-
-/**
  * Where memory fencing keeps its data: the in-memory "database". Pass the same map to several
  * stores to model several clients of one resource (the conformance suite's "reopen").
  */
-export type MemoryState = Map<string, { highestToken: bigint; value?: FencedValue }>;
+export type MemoryState = Map<
+  string,
+  {
+    /** The highest token the resource has accepted. */
+    highestToken: bigint;
+    /** The last value a store wrote (absent after a bare {@link withFence}). */
+    value?: FencedValue;
+  }
+>;
 
 /**
  * Runs `apply` iff `token` is accepted for `resource`, and records the token as the highest
@@ -41,9 +50,22 @@ export function withFence<T>(state: MemoryState, fence: Fence, apply: () => T): 
 
 /** A {@link FencedStore} over a {@link MemoryState}. */
 export interface MemoryStore extends FencedStore {
+  /** The map it keeps its data in: the one given to {@link memoryStore}, or its own. */
   readonly state: MemoryState;
 }
 
+/**
+ * A {@link FencedStore} in memory, over `state` (default: a new, empty map).
+ *
+ * @example
+ * ```ts
+ * import { memoryStore } from '@leasehold/fence/memory';
+ *
+ * const store = memoryStore();
+ * await store.write({ resource: 'report', token: 7n, value: 'v1' });
+ * await store.write({ resource: 'report', token: 5n, value: 'late' }); // rejects: StaleTokenError
+ * ```
+ */
 export function memoryStore(state: MemoryState = new Map()): MemoryStore {
   return {
     state,

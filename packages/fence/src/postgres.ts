@@ -1,3 +1,15 @@
+/**
+ * Fencing in PostgreSQL, two ways:
+ * - {@link upsertFencedRow}: the row carries its own `fence int8` column and the write is one
+ *   conditional upsert (the "seed" pattern: no extra table, one round trip);
+ * - {@link withFence}: a fence table keeps the highest token per resource, and your statements
+ *   run in the same transaction as the conditional upsert of that token.
+ *
+ * Tokens always travel as decimal-string parameters cast with `::int8`, so PostgreSQL compares
+ * them as exact 64-bit integers; only validated, quoted identifiers ever become SQL text.
+ *
+ * @module @leasehold/fence/postgres
+ */
 import { createHash } from 'node:crypto';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
@@ -15,17 +27,6 @@ import { invalid, InvalidArgumentError, StaleTokenError } from './errors.js';
 import { batch, BatchError, rows, type BatchResult, type BatchStatement } from './pg-batch.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
-
-/**
- * Fencing in PostgreSQL, two ways:
- * - {@link upsertFencedRow}: the row carries its own `fence int8` column and the write is one
- *   conditional upsert (the "seed" pattern: no extra table, one round trip);
- * - {@link withFence}: a fence table keeps the highest token per resource, and your statements
- *   run in the same transaction as the conditional upsert of that token.
- *
- * Tokens always travel as decimal-string parameters cast with `::int8`, so PostgreSQL compares
- * them as exact 64-bit integers; only validated, quoted identifiers ever become SQL text.
- */
 
 /** A pool, a pooled client or a connected client from `pg`. */
 export type PgQueryable = Pool | ClientBase;
@@ -74,6 +75,7 @@ export interface FencedRowWrite {
   key: Record<string, unknown>;
   /** Other columns to set, and their values. */
   values?: Record<string, unknown>;
+  /** The writer's fencing token; the row keeps the highest it has accepted in `fenceColumn`. */
   token: TokenInput;
   /** The row's `int8` token column. Default `fence`. */
   fenceColumn?: string;
@@ -88,6 +90,17 @@ export interface FencedRowWrite {
  *
  * @throws InvalidArgumentError when the fence column is not `bigint` (checked once per handle).
  * @throws StaleTokenError when the row holds a higher token (read back for the message).
+ *
+ * @example
+ * ```ts
+ * // Once: ALTER TABLE accounts ADD COLUMN fence int8 (and a unique constraint on id)
+ * await upsertFencedRow(pool, {
+ *   table: 'accounts',
+ *   key: { id: 7 },
+ *   values: { balance: 120 },
+ *   token: lock.token,
+ * });
+ * ```
  */
 export async function upsertFencedRow(db: PgQueryable, write: FencedRowWrite): Promise<void> {
   const token = parseToken(write.token);
@@ -166,6 +179,13 @@ function idleTimeoutOf(options: WithFenceTxOptions): number {
  *
  * @throws InvalidArgumentError when the fence table's `token` is not `bigint` (checked once).
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ *
+ * @example
+ * ```ts
+ * await withFence(pool, { resource: 'invoice-42', token: lock.token }, async (tx) => {
+ *   await tx.query('UPDATE invoices SET sent = true WHERE id = $1', [42]);
+ * });
+ * ```
  */
 export async function withFence<T>(
   db: PgQueryable,
@@ -258,12 +278,15 @@ const inFence = new WeakSet<object>();
 
 /** One statement to run under a fence: its text and its parameters (`$1`, `$2`, ...). */
 export interface FencedStatement {
+  /** The SQL text, with `$1`, `$2`, ... for parameters. */
   text: string;
+  /** The parameters, as `pg` takes them. */
   values?: readonly unknown[];
 }
 
 /** What {@link fencedQuery} returns: the statement's rows (typed by the client) and count. */
 export interface FencedQueryResult<R> {
+  /** The rows the statement returned. */
   rows: R[];
   /** Rows affected or returned, from the command tag; `null` for commands without a count. */
   rowCount: number | null;
@@ -286,6 +309,15 @@ export interface FencedQueryResult<R> {
  * @throws InvalidArgumentError when the fence table's `token` is not `bigint` (checked once) or a
  *   value is of a type this call does not send.
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ *
+ * @example
+ * ```ts
+ * const { rowCount } = await fencedQuery(
+ *   pool,
+ *   { resource: 'invoice-42', token: lock.token },
+ *   { text: 'UPDATE invoices SET sent = true WHERE id = $1', values: [42] },
+ * );
+ * ```
  */
 export async function fencedQuery<R = Record<string, unknown>>(
   db: PgQueryable,
@@ -413,6 +445,7 @@ function toToken(text: string | null | undefined): bigint | undefined {
   return text === null || text === undefined ? undefined : BigInt(text);
 }
 
+/** Options of {@link postgresStore} and {@link postgresStoreDDL}; every field is optional. */
 export type PostgresStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link postgresStore}: its value table, plus the fence table when it uses one. */

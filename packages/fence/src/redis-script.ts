@@ -69,4 +69,8 @@ end
 return reply
 `;
 
+/**
+ * The SHA-1 of {@link FENCE_SCRIPT}, for `EVALSHA`; the helpers load the script with `EVAL` when
+ * Redis does not have it yet.
+ */
 export const FENCE_SCRIPT_SHA1 = createHash('sha1').update(FENCE_SCRIPT).digest('hex');

@@ -1,3 +1,10 @@
+/**
+ * Fencing in Redis: a fence key per resource holds the highest accepted token as a canonical
+ * decimal string, and one Lua script checks it, advances it and applies the write's commands,
+ * atomically. See `redis-script.ts` for the comparison rule.
+ *
+ * @module @leasehold/fence/redis
+ */
 import type { Redis, RedisOptions } from 'ioredis';
 import { checkObject, checkResource, checkWrite, type FencedStore } from './contract.js';
 import { invalid, InvalidArgumentError, StaleTokenError } from './errors.js';
@@ -5,12 +12,6 @@ import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
 import { parseToken, type TokenInput } from './token.js';
 
 export { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 };
-
-/**
- * Fencing in Redis: a fence key per resource holds the highest accepted token as a canonical
- * decimal string, and one Lua script checks it, advances it and applies the write's commands,
- * atomically. See `redis-script.ts` for the comparison rule.
- */
 
 /** Defaults for every option in this module, in one place. */
 export const redisDefaults = {
@@ -35,13 +36,16 @@ export const redisDefaults = {
  *   ready, or rejected if that attempt fails.
  */
 export const safeRedisOptions = {
+  /** Do not resend, after a reconnect, commands that were sent and not answered. */
   autoResendUnfulfilledCommands: false,
+  /** Reject a pending command at the first lost connection. */
   maxRetriesPerRequest: 0,
 } as const satisfies RedisOptions;
 
 /** An ioredis client or cluster: only `evalsha` and `eval` are used. */
 export type RedisScripting = Pick<Redis, 'evalsha' | 'eval'>;
 
+/** One argument of a {@link RedisCommand}: a string, a Buffer or a finite number. */
 export type RedisArg = string | number | Buffer;
 
 /**
@@ -65,9 +69,11 @@ const ALLOWED: Readonly<Record<string, 'first' | 'all'>> = Object.fromEntries([
     .map((c) => [c, 'first'] as const),
 ]);
 
+/** What {@link fencedExec} runs: the fence key, the token and the commands. */
 export interface FencedExec {
   /** The key that holds the resource's highest token. It never expires; keep it with the data. */
   fenceKey: string;
+  /** The writer's fencing token; the fence key keeps the highest it has accepted. */
   token: TokenInput;
   /** Run in order after the fence check; at least one. */
   commands: readonly RedisCommand[];
@@ -80,6 +86,19 @@ export interface FencedExec {
  * script. Returns each command's reply.
  *
  * @throws StaleTokenError when the fence key holds a higher token; nothing was changed.
+ *
+ * @example
+ * ```ts
+ * const redis = new Redis(process.env.REDIS_URL!, { ...safeRedisOptions });
+ * await fencedExec(redis, {
+ *   fenceKey: 'fence:{invoice-42}',
+ *   token: lock.token,
+ *   commands: [
+ *     ['HSET', 'invoice:{invoice-42}', 'sent', '1'],
+ *     ['LPUSH', 'sent-log:{invoice-42}', '42'],
+ *   ],
+ * });
+ * ```
  */
 export async function fencedExec(redis: RedisScripting, exec: FencedExec): Promise<unknown[]> {
   checkObject('exec', exec, '{ fenceKey, token, commands, resource? }');
@@ -206,6 +225,7 @@ function argument(command: string, arg: unknown): string | Buffer {
   throw invalid(`an argument of ${command}`, 'a string, Buffer or finite number', arg);
 }
 
+/** Options of {@link redisStore}; every field is optional. */
 export interface RedisStoreOptions {
   /** Prepended to every key. Default `leasehold:`. */
   prefix?: string;

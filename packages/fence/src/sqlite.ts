@@ -1,3 +1,14 @@
+/**
+ * Fencing in SQLite (better-sqlite3), the same two ways as PostgreSQL:
+ * - {@link upsertFencedRow}: one conditional upsert on a row with its own INTEGER fence column;
+ * - {@link withFence}: a fence table and your statements in one `db.transaction`.
+ *
+ * SQLite INTEGER is a signed 64-bit integer, the same range as a token. Tokens are bound as
+ * `bigint` and compared as `CAST(? AS INTEGER)`, so values above 2^53 stay exact end to end. Both
+ * helpers are synchronous, like better-sqlite3 itself.
+ *
+ * @module @leasehold/fence/sqlite
+ */
 import type BetterSqlite3 from 'better-sqlite3';
 import {
   checkFence,
@@ -14,22 +25,16 @@ import { InvalidArgumentError, StaleTokenError } from './errors.js';
 import * as sql from './sql.js';
 import { parseToken, type TokenInput } from './token.js';
 
-/**
- * Fencing in SQLite (better-sqlite3), the same two ways as PostgreSQL:
- * - {@link upsertFencedRow}: one conditional upsert on a row with its own INTEGER fence column;
- * - {@link withFence}: a fence table and your statements in one `db.transaction`.
- *
- * SQLite INTEGER is a signed 64-bit integer, the same range as a token. Tokens are bound as
- * `bigint` and compared as `CAST(? AS INTEGER)`, so values above 2^53 stay exact end to end. Both
- * helpers are synchronous, like better-sqlite3 itself.
- */
-
+/** A better-sqlite3 database. */
 export type SqliteDatabase = BetterSqlite3.Database;
 
 /** Defaults for every option in this module, in one place. */
 export const sqliteDefaults = {
+  /** The fence table {@link withFence} uses. */
   fenceTable: 'leasehold_fence',
+  /** The token column of a fenced row. */
   fenceColumn: 'fence',
+  /** The value table of {@link sqliteStore}. */
   valueTable: 'leasehold_value',
 } as const;
 
@@ -83,6 +88,7 @@ export interface FencedRowWrite {
   key: Record<string, unknown>;
   /** Other columns to set, and their values. */
   values?: Record<string, unknown>;
+  /** The writer's fencing token; the row keeps the highest it has accepted in `fenceColumn`. */
   token: TokenInput;
   /** The row's INTEGER token column. Default `fence`. */
   fenceColumn?: string;
@@ -133,6 +139,13 @@ export interface WithFenceOptions extends Fence, FenceTableOptions {}
  * @throws InvalidArgumentError when the fence table's `token` lacks INTEGER affinity, or when
  *   `statements` returns a Promise (a better-sqlite3 transaction cannot span an `await`).
  * @throws StaleTokenError when the fence table holds a higher token for `resource`.
+ *
+ * @example
+ * ```ts
+ * withFence(db, { resource: 'invoice-42', token: lock.token }, (db) => {
+ *   db.prepare('UPDATE invoices SET sent = 1 WHERE id = ?').run(42);
+ * });
+ * ```
  */
 export function withFence<T>(
   db: SqliteDatabase,
@@ -168,6 +181,7 @@ function toToken(text: string | null | undefined): bigint | undefined {
   return text === null || text === undefined ? undefined : BigInt(text);
 }
 
+/** Options of {@link sqliteStore} and {@link sqliteStoreDDL}; every field is optional. */
 export type SqliteStoreOptions = SqlStoreOptions;
 
 /** DDL for a {@link sqliteStore}: its value table, plus the fence table when it uses one. */

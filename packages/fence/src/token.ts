@@ -15,6 +15,16 @@ const CANONICAL = /^[1-9][0-9]*$/;
  * integer comparison (Redis Lua) compare tokens as strings by length then bytes, which is only
  * correct for canonical decimals. Numbers above 2^53-1 are refused: they may already have been
  * rounded, so the token the caller meant is unknowable.
+ *
+ * @throws {@link InvalidTokenError} for anything else: below 1, above {@link MAX_TOKEN}, a
+ *   non-canonical string (`"042"`, `" 42"`), a number that is not a safe integer.
+ *
+ * @example
+ * ```ts
+ * parseToken(42n); // 42n
+ * parseToken('9007199254740993'); // 9007199254740993n (exact, unlike a number)
+ * parseToken('042'); // throws InvalidTokenError
+ * ```
  */
 export function parseToken(value: TokenInput): bigint {
   if (typeof value === 'bigint') {
@@ -43,7 +53,11 @@ export function parseToken(value: TokenInput): bigint {
   throw new InvalidTokenError(value, 'not a bigint, string or number');
 }
 
-/** The canonical decimal form of a token: how tokens travel on the wire and into stores. */
+/**
+ * The canonical decimal form of a token: how tokens travel on the wire and into stores.
+ *
+ * @throws {@link InvalidTokenError} as {@link parseToken}.
+ */
 export function tokenToString(value: TokenInput): string {
   return parseToken(value).toString();
 }

@@ -10,10 +10,18 @@ export type EtcdHarnessErrorCode =
   | 'ETCD_SNAPSHOT_FAILED' // saving or restoring a snapshot failed
   | 'ETCD_TIMEOUT'; // a wait ran past its deadline
 
+/**
+ * What every failure of this package throws: `code` tells failures apart without parsing the
+ * message (see {@link EtcdHarnessErrorCode}); the message says what went wrong and how to fix it.
+ * Test for it with {@link isEtcdHarnessError}.
+ */
 export class EtcdHarnessError extends Error {
+  /** Always `'EtcdHarnessError'`: what {@link isEtcdHarnessError} checks. */
   override readonly name = 'EtcdHarnessError';
+  /** Which failure this is. */
   readonly code: EtcdHarnessErrorCode;
 
+  /** Made by the harness where the failure happens; exported for `instanceof` and tests. */
   constructor(code: EtcdHarnessErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;

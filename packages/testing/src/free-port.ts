@@ -5,7 +5,12 @@ import { createServer } from 'node:net';
 const recentlyIssued = new Set<number>();
 const RECENT_LIMIT = 256;
 
-/** A free loopback TCP port (bind 127.0.0.1:0, read the port, release it). */
+/**
+ * A free loopback TCP port (bind 127.0.0.1:0, read the port, release it).
+ *
+ * The last 256 ports this process handed out are not handed out again, so the calls that set up
+ * one cluster get distinct ports. Throws if the OS keeps returning only those.
+ */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await probePort();

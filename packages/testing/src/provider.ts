@@ -114,7 +114,12 @@ export function systemProbes(
   };
 }
 
-/** The provider `startEtcd` would use with these options ('auto' and 'local' resolved). */
+/**
+ * The provider `startEtcd` would use with these options ('auto' and 'local' resolved).
+ *
+ * @throws {@link EtcdHarnessError} (`ETCD_INVALID_OPTION`, `ETCD_UNAVAILABLE`) as {@link startEtcd}
+ *   would, without starting anything.
+ */
 export async function resolveEtcdProvider(
   options: Pick<StartEtcdOptions, 'provider' | 'binary'> = {},
 ): Promise<EtcdProviderName> {

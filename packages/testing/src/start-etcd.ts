@@ -16,6 +16,22 @@ const MAX_ATTEMPTS = 3;
 /**
  * Starts (or, for 'external', connects to) an etcd for tests. Close the result, or use
  * `await using`, to remove everything it started.
+ *
+ * @throws {@link EtcdHarnessError} with code `ETCD_INVALID_OPTION` for an option or environment
+ *   value that is not allowed, `ETCD_UNAVAILABLE` when no provider can be used (or the one asked
+ *   for is missing), `ETCD_STARTUP_FAILED` when etcd exits or fails while starting, `ETCD_TIMEOUT`
+ *   when it is not healthy in time, `ETCD_ENGINE_ERROR` when the container engine refuses a call.
+ *
+ * @example
+ * ```ts
+ * import { startEtcd, type EtcdCluster } from '@leasehold/testing';
+ *
+ * let etcd: EtcdCluster;
+ * beforeAll(async () => {
+ *   etcd = await startEtcd({ members: 3, provider: 'local' });
+ * });
+ * afterAll(() => etcd.close());
+ * ```
  */
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdCluster> {
   const resolved = resolveOptions(options);

@@ -4,6 +4,7 @@ import { ProxyConnection, resetSocket, type ProxyTarget } from './proxy-connecti
 
 export type { FaultMode } from './forwarder.js';
 
+/** Options of {@link TcpFaultProxy.start}: `target` is required. */
 export interface TcpFaultProxyOptions {
   /** `host:port` or `http://host:port`. */
   target: string;
@@ -22,6 +23,7 @@ const DEFAULT_DELAY_MS = 100;
  * - 'reset' sends RST on every open connection and on each new one.
  */
 export class TcpFaultProxy implements AsyncDisposable {
+  /** `http://127.0.0.1:PORT`: the address to give the client in place of the target's. */
   readonly url: string;
   private readonly connections = new Set<ProxyConnection>();
   private policy: FaultPolicy = { mode: 'pass', delayMs: DEFAULT_DELAY_MS };
@@ -29,12 +31,26 @@ export class TcpFaultProxy implements AsyncDisposable {
 
   private constructor(
     private readonly server: Server,
+    /** The port it listens on, on 127.0.0.1. */
     readonly port: number,
     private target: ProxyTarget,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
 
+  /**
+   * Starts a proxy to `options.target`, listening on 127.0.0.1, in mode `'pass'`.
+   *
+   * @throws TypeError for options that are not an object, or a `target` that is not `host:port` or
+   * `http://host:port`; rejects with the listen error (`EADDRINUSE`) when `listenPort` is taken.
+   *
+   * @example
+   * ```ts
+   * await using proxy = await TcpFaultProxy.start({ target: etcd.endpoints[0]! });
+   * const client = new Etcd3({ hosts: proxy.url });
+   * proxy.setMode('stall'); // calls now hang until their deadline
+   * ```
+   */
   static async start(options: TcpFaultProxyOptions): Promise<TcpFaultProxy> {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new TypeError(
@@ -60,6 +76,7 @@ export class TcpFaultProxy implements AsyncDisposable {
     return proxy;
   }
 
+  /** The current fault mode (see {@link TcpFaultProxy.setMode}). */
   get mode(): FaultMode {
     return this.policy.mode;
   }
@@ -104,6 +121,7 @@ export class TcpFaultProxy implements AsyncDisposable {
     return this.closing;
   }
 
+  /** {@link TcpFaultProxy.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

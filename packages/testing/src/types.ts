@@ -81,6 +81,7 @@ export interface RestoreOptions {
 
 /** One etcd member whose process or container the harness controls. */
 export interface EtcdMember {
+  /** The member's etcd name: `etcd1`, `etcd2`, `etcd3`. */
   readonly name: string;
   /** `http(s)://127.0.0.1:PORT`; stays the same across stop/start/restart. */
   readonly clientUrl: string;
@@ -106,6 +107,7 @@ export interface EtcdMember {
 
 /** A running etcd for tests. Dispose it (or call `close`) to remove everything it started. */
 export interface EtcdCluster extends AsyncDisposable {
+  /** The provider that started it (or, for `'external'`, found it). */
   readonly provider: EtcdProviderName;
   /** Client URLs, one per member. */
   readonly endpoints: string[];
