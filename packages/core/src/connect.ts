@@ -93,24 +93,28 @@ function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: nu
  * what every later answer is checked against.
  */
 export async function connect(options: ConnectOptions): Promise<Leasehold> {
-  checkOptions(options, [
-    'endpoints',
-    'tls',
-    'auth',
-    'dialTimeoutMs',
-    'callTimeoutMs',
-    'attemptTimeoutMs',
-    'maxAttempts',
-    'lockPrefix',
-    'electionPrefix',
-    'recheckIntervalMs',
-    'session',
-    'signal',
-    'logger',
-    'telemetry',
-    'stallThresholdMs',
-    'clock',
-  ]);
+  checkOptions(
+    options,
+    [
+      'endpoints',
+      'tls',
+      'auth',
+      'dialTimeoutMs',
+      'callTimeoutMs',
+      'attemptTimeoutMs',
+      'maxAttempts',
+      'lockPrefix',
+      'electionPrefix',
+      'recheckIntervalMs',
+      'session',
+      'signal',
+      'logger',
+      'telemetry',
+      'stallThresholdMs',
+    ],
+    'options',
+    ['clock'],
+  );
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = validateEndpoints(options.endpoints);

@@ -189,7 +189,13 @@ export async function withFence<T>(
   const onError = (err: unknown) => void (broken ??= err);
   client.on('error', onError);
   try {
-    await checkTokenColumn(db, table, 'token', client);
+    await checkTokenColumn(
+      db,
+      table,
+      'token',
+      client,
+      sql.createFenceTable('postgres', table, postgresDefaults.fenceTable),
+    );
     const bound = await idleBoundFor(client, idleMs);
     let began = false;
     try {
@@ -298,7 +304,13 @@ export async function fencedQuery<R = Record<string, unknown>>(
   const client = isPool(db) ? await db.connect() : db;
   let broken: Error | undefined;
   try {
-    await checkTokenColumn(db, table, 'token', client);
+    await checkTokenColumn(
+      db,
+      table,
+      'token',
+      client,
+      sql.createFenceTable('postgres', table, postgresDefaults.fenceTable),
+    );
     try {
       const [, result] = await batchPrepared(client, [
         { text: advance, values: [resource, token.toString()], name: statementName(advance) },
@@ -393,6 +405,7 @@ async function checkTokenColumn(
   table: string,
   column: string,
   via: PgQueryable = db,
+  create?: string,
 ): Promise<void> {
   const query = sql.columnTypeQuery('postgres', table, column);
   if (sql.isChecked(db, query)) return;
@@ -400,7 +413,13 @@ async function checkTokenColumn(
     query.sql,
     query.params,
   );
-  sql.checkIntegerColumn('postgres', query, rows[0]?.found === true, rows[0]?.type ?? undefined);
+  sql.checkIntegerColumn(
+    'postgres',
+    query,
+    rows[0]?.found === true,
+    rows[0]?.type ?? undefined,
+    create,
+  );
   sql.markChecked(db, query);
 }
 
