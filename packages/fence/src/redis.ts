@@ -63,7 +63,7 @@ function checkSafeClient(redis: object): void {
       .filter((key) => own[key] !== safeRedisOptions[key])
       .map(
         (key) =>
-          `${key} is ${String(own[key] ?? 'unset (ioredis resends)')}, must be ${String(safeRedisOptions[key])}`,
+          `${key} is ${own[key] === undefined ? 'unset (ioredis resends)' : JSON.stringify(own[key])}, must be ${String(safeRedisOptions[key])}`,
       );
     if (unsafe.length > 0) {
       throw new InvalidArgumentError(
