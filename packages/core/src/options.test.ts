@@ -34,11 +34,8 @@ describe('options objects', () => {
 
   it('accepts hidden keys without listing them as allowed', () => {
     const options = { clock: 1, timeOutMs: 5 } as { timeoutMs?: number; clock?: number };
-    expect(
-      checkOptions({ clock: 1 } as typeof options, ['timeoutMs'], 'options', ['clock']),
-    ).toEqual({
-      clock: 1,
-    });
+    const hidden: { timeoutMs?: number; clock?: number } = { clock: 1 };
+    expect(checkOptions(hidden, ['timeoutMs'], 'options', ['clock'])).toBe(hidden);
     expect(() => checkOptions(options, ['timeoutMs'], 'options', ['clock'])).toThrow(
       /^options\.timeOutMs is not an option; allowed: timeoutMs$/,
     );
