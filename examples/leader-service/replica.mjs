@@ -28,7 +28,11 @@ const client = await connect({
 const store = etcdStore(client, { prefix: process.env.FENCE_PREFIX ?? '/leader-service/' });
 
 // Any replica can say who leads, e.g. to forward requests that only the leader may serve.
-const json = (value) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}` : v));
+// Tokens as decimal strings; the lease id in hex, as in the key, leasehold's logs and etcdctl.
+const json = (value) =>
+  JSON.stringify(value, (k, v) =>
+    typeof v !== 'bigint' ? v : k === 'leaseId' ? v.toString(16) : `${v}`,
+  );
 const server = createServer((req, res) => {
   if (req.method !== 'GET' || req.url !== '/leader') return void res.writeHead(404).end();
   client.leader(election).then(

@@ -540,7 +540,8 @@ table('connect options', [
   connectRow(
     'misspelt option dialTimeOutMs',
     { ...dial, dialTimeOutMs: 100 },
-    core(/^options\.dialTimeOutMs is not an option; allowed: endpoints, /),
+    // Only documented options are offered: the tests' own `clock` is accepted but not listed.
+    core(/^options\.dialTimeOutMs is not an option; allowed: endpoints, (?!.*clock)/),
   ),
 ]);
 

@@ -133,7 +133,15 @@ describe('examples/leader-service', () => {
     const leaderAt = async (url: string) => {
       const res = await fetch(`${url}/leader`);
       expect(res.status).toBe(200);
-      return (await res.json()) as { value: string; token: string; key: string } | null;
+      const leader = (await res.json()) as {
+        value: string;
+        token: string;
+        key: string;
+        leaseId: string;
+      } | null;
+      // The lease id is shown in hex, as the key (and every log line and the CLI) has it.
+      if (leader) expect(leader.key.endsWith(`/${leader.leaseId}`), leader.key).toBe(true);
+      return leader;
     };
     await using client = await connect({ endpoints });
     const store = etcdStore(client, { prefix: fencePrefix });

@@ -274,6 +274,24 @@ describeWith(await findPostgres(), 'fence: PostgreSQL', (url) => {
     expect(ran).toBe(0);
   });
 
+  it('withFence and fencedQuery on a missing fence table name the DDL function that creates it', async () => {
+    const missing = uniqueName('no_fence');
+    const calls = [
+      withFence(admin, { resource: 'job', token: 10n, table: missing }, async () => {}),
+      fencedQuery(admin, { resource: 'job', token: 10n, table: missing }, { text: 'SELECT 1' }),
+    ];
+    for (const call of calls) {
+      const err = await call.catch((e: unknown) => e);
+      expect(isInvalidArgumentError(err)).toBe(true);
+      expect((err as Error).message).toContain(
+        `table "${missing}" must exist, with a column "token" with type bigint (int8), got no such table; create it once`,
+      );
+      expect((err as Error).message).toContain(
+        `fenceTableDDL() from @leasehold/fence/postgres: await pool.query(fenceTableDDL({ table: "${missing}" }))`,
+      );
+    }
+  });
+
   it('withFence compares with the int8 token even if the column turned text after the check', async () => {
     const fences = uniqueName('retyped_token');
     tables.push(fences);

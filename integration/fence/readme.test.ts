@@ -34,10 +34,12 @@ describe('fence README', () => {
     expect(missing).toEqual([]);
   });
 
-  it("names core's real API and says the package is ESM only", () => {
+  it("names core's real API, and says how to install it, for TypeScript and CommonJS too", () => {
     expect(readme).not.toMatch(/Mutex/);
     expect(readme).toContain('client.withLock(name, fn)');
-    expect(readme).toContain('ESM only');
+    expect(readme).toContain('npm install --save-dev typescript @types/node@20 @types/pg');
+    expect(readme).toContain('`require()` works too');
+    expect(readme).not.toContain('ESM only');
   });
 
   it.each(programs.map((code, i) => [i, code.split('\n', 1)[0], code] as const))(

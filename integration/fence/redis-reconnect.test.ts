@@ -4,6 +4,7 @@
  * carrying an equal token, passes the fence a second time. With `safeRedisOptions` the caller
  * gets an error instead (outcome unknown) and the write is applied once.
  */
+import { isInvalidArgumentError } from '@leasehold/fence';
 import { FENCE_SCRIPT, fencedExec, safeRedisOptions } from '@leasehold/fence/redis';
 import { Redis, type RedisOptions } from 'ioredis';
 import { once } from 'node:events';
@@ -72,10 +73,16 @@ describeWith(await findRedis(), 'fence: Redis reply lost to a reconnect', (url) 
     const redis = new Redis({ host: '127.0.0.1', port: proxy.port, ...options });
     redis.on('error', () => undefined); // the cut is on purpose
     const counter = `${prefix}${label}`;
+    // fencedExec refuses an ioredis client without safeRedisOptions (checked below); to show why,
+    // the hazard case goes through a wrapper that hides the client's options from that check.
+    const scripting = {
+      evalsha: redis.evalsha.bind(redis),
+      eval: redis.eval.bind(redis),
+    } as Pick<Redis, 'evalsha' | 'eval'>;
     try {
       await redis.ping();
       proxy.holdReplies();
-      const outcome = fencedExec(redis, {
+      const outcome = fencedExec(scripting, {
         fenceKey: `${counter}:fence`,
         token: 7n,
         commands: [['INCR', counter]],
@@ -92,6 +99,25 @@ describeWith(await findRedis(), 'fence: Redis reply lost to a reconnect', (url) 
       await proxy.close();
     }
   }
+
+  it('fencedExec refuses an ioredis client with the defaults before sending anything', async () => {
+    const redis = new Redis(url, { lazyConnect: true });
+    try {
+      const err = await fencedExec(redis, {
+        fenceKey: `${prefix}refused:fence`,
+        token: 7n,
+        commands: [['INCR', `${prefix}refused`]],
+      }).catch((e: unknown) => e);
+      expect(isInvalidArgumentError(err)).toBe(true);
+      expect((err as Error).message).toMatch(
+        /autoResendUnfulfilledCommands is true, must be false/,
+      );
+      expect(redis.status).toBe('wait');
+      expect(await direct.exists(`${prefix}refused`, `${prefix}refused:fence`)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
+  });
 
   it('with ioredis defaults the write is resent and applied twice (the documented hazard)', async () => {
     const { outcome, counter } = await incrWithLostReply('defaults', {});

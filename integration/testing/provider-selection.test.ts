@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,7 +76,80 @@ describe('provider selection without testcontainers', () => {
         });
         const message = (result as { container: { message: string } }).container.message;
         expect(message).toMatch(/optional peer dependency testcontainers/);
-        expect(message).toMatch(/pnpm add -D testcontainers@~12\.0\.4/);
+        expect(message).toMatch(/pnpm add -D testcontainers@12\.0\.1/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+describe('provider selection with a testcontainers that throws on import', () => {
+  it.skipIf(!hasContainer || !hasBinary)(
+    "'auto' says why it uses the binary (log and one process warning); 'container' rethrows the import error as cause and in the message",
+    async () => {
+      // What testcontainers 12.0.4 does on Node 20 (its undici 8 needs Node 22): installed, and
+      // throwing while it is imported.
+      const dir = await mkdtemp(join(tmpdir(), 'leasehold-broken-tc-'));
+      try {
+        await cp(distDir, join(dir, 'dist'), { recursive: true });
+        await writeFile(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+        const broken = join(dir, 'node_modules', 'testcontainers');
+        await mkdir(broken, { recursive: true });
+        await writeFile(
+          join(broken, 'package.json'),
+          JSON.stringify({ name: 'testcontainers', type: 'module', main: 'index.js' }),
+        );
+        await writeFile(
+          join(broken, 'index.js'),
+          'throw new TypeError("Cannot read properties of undefined (reading \'bind\')");\n',
+        );
+        const env = { ...process.env };
+        delete env.ETCD_ENDPOINTS;
+        delete env.LEASEHOLD_ETCD_PROVIDER;
+        const result = await runNode(
+          dir,
+          `
+          import { startEtcd } from './dist/index.js';
+          const out = { warnings: [], log: [] };
+          process.on('warning', (w) => out.warnings.push({ code: w.code, message: w.message }));
+          const log = (line) => { if (line.startsWith('[leasehold/testing]')) out.log.push(line); };
+          for (let i = 0; i < 2; i++) {
+            const cluster = await startEtcd({ log });
+            out.started = cluster.provider;
+            await cluster.close();
+          }
+          out.container = await startEtcd({ provider: 'container' }).then(
+            (c) => c.close().then(() => 'started'),
+            (e) => ({ code: e.code, message: e.message, cause: e.cause?.message }),
+          );
+          await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on a tick
+          console.log(JSON.stringify(out));
+          `,
+          env,
+        );
+        const out = result as {
+          started: string;
+          warnings: { code: string; message: string }[];
+          log: string[];
+          container: { code: string; message: string; cause: string };
+        };
+        expect(out.started).toBe('binary');
+        const why =
+          /provider 'auto' uses the etcd binary: a container engine answered, but .*TypeError: Cannot read properties of undefined \(reading 'bind'\)/;
+        // Once per process as a warning, every time through log, with the provider chosen.
+        expect(out.warnings.filter((w) => w.code === 'LEASEHOLD_TESTING_PROVIDER')).toHaveLength(1);
+        expect(out.warnings[0]?.message).toMatch(why);
+        expect(out.log.filter((l) => why.test(l))).toHaveLength(2);
+        expect(
+          out.log.filter((l) => /etcd provider: binary \(requested 'auto'\)/.test(l)),
+        ).toHaveLength(2);
+        expect(out.container.code).toBe('ETCD_UNAVAILABLE');
+        expect(out.container.cause).toBe("Cannot read properties of undefined (reading 'bind')");
+        expect(out.container.message).toMatch(/installed but throws on import/);
+        expect(out.container.message).not.toMatch(
+          /cannot be imported \(|Install it in the package/,
+        );
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

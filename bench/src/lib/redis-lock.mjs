@@ -8,12 +8,13 @@ const UNLOCK =
   "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
 
 /** Connects to REDIS_URL (default localhost), or resolves undefined with why not. */
-export async function redisClient() {
+export async function redisClient(options = {}) {
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const redis = new Redis(url, {
     lazyConnect: true,
     retryStrategy: () => null,
     maxRetriesPerRequest: 1,
+    ...options, // fenced writes need safeRedisOptions
   });
   redis.on('error', () => undefined);
   try {

@@ -106,7 +106,7 @@ async function postgres(ctx, opts, tag) {
 
 async function redis(ctx, opts, tag) {
   const redisFence = await import('@leasehold/fence/redis');
-  const { redis: r, url } = await redisClient();
+  const { redis: r, url } = await redisClient(redisFence.safeRedisOptions);
   if (!r)
     return [{ scenario: id, name: 'Redis rows', note: `skipped: nothing answered at ${url}` }];
   const prefix = `fence_bench_${tag}:`;

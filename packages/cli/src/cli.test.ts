@@ -118,6 +118,10 @@ describe('bad flags: one line on stderr, exit 64, nothing run', () => {
     [['observe'], /^leasehold observe: missing required argument 'name'/],
     [['inspect', '--interval', '0'], /^leasehold: --interval must be a whole number/],
     [['inspect', '--json', '--table'], /^leasehold: --json and --table exclude each other/],
+    [
+      ['inspect', '--interval', '500'],
+      /^leasehold: --interval 500 sets how often --watch refreshes: add --watch, or leave --interval out$/,
+    ],
     [['unlock', 'x'], /^leasehold unlock: required option '--key <key>' not specified/],
     [
       ['unlock', 'x', '--key', 'ab'],

@@ -58,6 +58,10 @@ describe('the table', () => {
   });
   it('says when there is nothing', () => {
     expect(renderQueues('ELECTIONS', '/e/', 'LEADER', [])).toEqual(['ELECTIONS: none under /e/']);
+    // With --prefix, "none" is about that filter: other names may be under the key prefix.
+    expect(renderQueues('LOCKS', '/l/', 'HOLDER', [], 'deploy/')).toEqual([
+      'LOCKS: none whose name starts with "deploy/" under /l/',
+    ]);
   });
 });
 

@@ -129,8 +129,23 @@ interface Shared {
   waiters: (Member & { tag: string })[];
 }
 
-function renderShared(title: string, prefix: string, tag: string, list: readonly Shared[]) {
-  if (list.length === 0) return [`${title}: none under ${prefix}`];
+/**
+ * The line for an empty section. With `--prefix` it says that filter: there may be others under
+ * the key prefix, just none whose name starts with it.
+ */
+export function noneLine(title: string, prefix: string, namePrefix = ''): string {
+  const named = namePrefix === '' ? '' : ` whose name starts with ${quotedValue(namePrefix)}`;
+  return `${title}: none${named} under ${prefix}`;
+}
+
+function renderShared(
+  title: string,
+  prefix: string,
+  tag: string,
+  list: readonly Shared[],
+  namePrefix = '',
+) {
+  if (list.length === 0) return [noneLine(title, prefix, namePrefix)];
   const rows: string[][] = [['NAME', tag, 'HOLDER', 'TOKEN', 'LEASE', 'TTL']];
   for (const q of list) {
     const name = printable(q.name) + (q.permits === undefined ? '' : ` (${q.permits} permits)`);
@@ -156,7 +171,11 @@ const taggedJson =
   };
 
 /** Semaphores: the limit, each holder with its slot, the waiters in the order they get in. */
-export const semaphoresSection: InspectSection<{ prefix: string; list: Shared[] }> = {
+export const semaphoresSection: InspectSection<{
+  prefix: string;
+  namePrefix: string;
+  list: Shared[];
+}> = {
   key: 'semaphores',
   async read(context) {
     const { prefix, names, member } = await sharedQueues(context, '%sem');
@@ -171,7 +190,11 @@ export const semaphoresSection: InspectSection<{ prefix: string; list: Shared[] 
         };
       }),
     );
-    return { prefix, list: list.filter((q) => q.holders.length + q.waiters.length > 0) };
+    return {
+      prefix,
+      namePrefix: context.namePrefix,
+      list: list.filter((q) => q.holders.length + q.waiters.length > 0),
+    };
   },
   json: ({ list }) =>
     list.map((q) => ({
@@ -180,11 +203,16 @@ export const semaphoresSection: InspectSection<{ prefix: string; list: Shared[] 
       holders: q.holders.map(taggedJson('slot', (t) => (t === '-' ? null : Number(t)))),
       waiters: q.waiters.map(({ tag: _tag, ...w }) => w),
     })),
-  render: ({ prefix, list }) => renderShared('SEMAPHORES', prefix, 'SLOT', list),
+  render: ({ prefix, namePrefix, list }) =>
+    renderShared('SEMAPHORES', prefix, 'SLOT', list, namePrefix),
 };
 
 /** Read/write locks: who holds (readers, or one writer) and who waits, with their modes. */
-export const rwLocksSection: InspectSection<{ prefix: string; list: Shared[] }> = {
+export const rwLocksSection: InspectSection<{
+  prefix: string;
+  namePrefix: string;
+  list: Shared[];
+}> = {
   key: 'rwLocks',
   async read(context) {
     const { prefix, names, member, queue } = await sharedQueues(context, '%rw');
@@ -200,7 +228,7 @@ export const rwLocksSection: InspectSection<{ prefix: string; list: Shared[] }> 
       }
       return q;
     });
-    return { prefix, list };
+    return { prefix, namePrefix: context.namePrefix, list };
   },
   json: ({ list }) =>
     list.map((q) => ({
@@ -208,7 +236,8 @@ export const rwLocksSection: InspectSection<{ prefix: string; list: Shared[] }> 
       holders: q.holders.map(taggedJson('mode', (t) => t)),
       waiters: q.waiters.map(taggedJson('mode', (t) => t)),
     })),
-  render: ({ prefix, list }) => renderShared('READ/WRITE LOCKS', prefix, 'MODE', list),
+  render: ({ prefix, namePrefix, list }) =>
+    renderShared('READ/WRITE LOCKS', prefix, 'MODE', list, namePrefix),
 };
 
 async function readQueues(context: InspectContext, prefix: string): Promise<Queue[]> {
@@ -238,8 +267,9 @@ export function renderQueues(
   prefix: string,
   firstHeading: string,
   list: readonly Queue[],
+  namePrefix = '',
 ): string[] {
-  if (list.length === 0) return [`${title}: none under ${prefix}`];
+  if (list.length === 0) return [noneLine(title, prefix, namePrefix)];
   const rows: string[][] = [['NAME', firstHeading, 'TOKEN', 'LEASE', 'TTL', 'WAITING']];
   for (const q of list) {
     const m = q.first;
@@ -267,11 +297,11 @@ export function renderQueues(
 
 const memberJson = (m: Member) => ({ ...m });
 
-export const locksSection: InspectSection<{ prefix: string; list: Queue[] }> = {
+export const locksSection: InspectSection<{ prefix: string; namePrefix: string; list: Queue[] }> = {
   key: 'locks',
   async read(context) {
     const prefix = context.client.lockPrefix;
-    return { prefix, list: await readQueues(context, prefix) };
+    return { prefix, namePrefix: context.namePrefix, list: await readQueues(context, prefix) };
   },
   json: ({ list }) =>
     list.map((q) => ({
@@ -279,14 +309,19 @@ export const locksSection: InspectSection<{ prefix: string; list: Queue[] }> = {
       holder: memberJson(q.first),
       waiters: q.behind.map(memberJson),
     })),
-  render: ({ prefix, list }) => renderQueues('LOCKS', prefix, 'HOLDER', list),
+  render: ({ prefix, namePrefix, list }) =>
+    renderQueues('LOCKS', prefix, 'HOLDER', list, namePrefix),
 };
 
-export const electionsSection: InspectSection<{ prefix: string; list: Queue[] }> = {
+export const electionsSection: InspectSection<{
+  prefix: string;
+  namePrefix: string;
+  list: Queue[];
+}> = {
   key: 'elections',
   async read(context) {
     const prefix = context.client.electionPrefix;
-    return { prefix, list: await readQueues(context, prefix) };
+    return { prefix, namePrefix: context.namePrefix, list: await readQueues(context, prefix) };
   },
   json: ({ list }) =>
     list.map((q) => ({
@@ -294,19 +329,28 @@ export const electionsSection: InspectSection<{ prefix: string; list: Queue[] }>
       leader: memberJson(q.first),
       candidates: q.behind.map(memberJson),
     })),
-  render: ({ prefix, list }) => renderQueues('ELECTIONS', prefix, 'LEADER', list),
+  render: ({ prefix, namePrefix, list }) =>
+    renderQueues('ELECTIONS', prefix, 'LEADER', list, namePrefix),
 };
 
 /** The report's sections, in order. @leasehold/cron's section goes here when it lands. */
 const RECENT_FIRES = 3;
 
 /** `@leasehold/cron` jobs: schedule, next fire, and the newest fires with runner and outcome. */
-export const jobsSection: InspectSection<{ prefix: string; list: JobReport[] }> = {
+export const jobsSection: InspectSection<{
+  prefix: string;
+  namePrefix: string;
+  list: JobReport[];
+}> = {
   key: 'jobs',
   async read(context) {
     const prefix = context.cronPrefix;
     const all = await inspectJobs(context.client, { prefix, limit: RECENT_FIRES });
-    return { prefix, list: all.filter((j) => j.job.startsWith(context.namePrefix)) };
+    return {
+      prefix,
+      namePrefix: context.namePrefix,
+      list: all.filter((j) => j.job.startsWith(context.namePrefix)),
+    };
   },
   json: ({ list }) =>
     list.map((j) => ({
@@ -323,8 +367,8 @@ export const jobsSection: InspectSection<{ prefix: string; list: JobReport[] }> 
         durationMs: r.durationMs ?? null,
       })),
     })),
-  render: ({ prefix, list }) => {
-    if (list.length === 0) return [`CRON JOBS: none under ${prefix}`];
+  render: ({ prefix, namePrefix, list }) => {
+    if (list.length === 0) return [noneLine('CRON JOBS', prefix, namePrefix)];
     const rows: string[][] = [
       ['JOB', 'SCHEDULE', 'NEXT FIRE', 'FIRE', 'OUTCOME', 'TOKEN', 'RUNNER'],
     ];
@@ -456,6 +500,12 @@ export async function inspect(
 ): Promise<number> {
   const intervalMs =
     flags.interval === undefined ? 1_000 : parseDurationMs('--interval', flags.interval);
+  if (flags.interval !== undefined && flags.watch !== true) {
+    throw new CliError(
+      `--interval ${flags.interval} sets how often --watch refreshes: add --watch, or leave --interval out`,
+      exitCodes.usage,
+    );
+  }
   const asTable = flags.table === true || (flags.json !== true && out.isTTY === true);
   if (flags.table && flags.json) {
     throw new CliError('--json and --table exclude each other: choose one', exitCodes.usage);

@@ -116,24 +116,28 @@ function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: nu
  * ```
  */
 export async function connect(options: ConnectOptions): Promise<Leasehold> {
-  checkOptions(options, [
-    'endpoints',
-    'tls',
-    'auth',
-    'dialTimeoutMs',
-    'callTimeoutMs',
-    'attemptTimeoutMs',
-    'maxAttempts',
-    'lockPrefix',
-    'electionPrefix',
-    'recheckIntervalMs',
-    'session',
-    'signal',
-    'logger',
-    'telemetry',
-    'stallThresholdMs',
-    'clock',
-  ]);
+  checkOptions(
+    options,
+    [
+      'endpoints',
+      'tls',
+      'auth',
+      'dialTimeoutMs',
+      'callTimeoutMs',
+      'attemptTimeoutMs',
+      'maxAttempts',
+      'lockPrefix',
+      'electionPrefix',
+      'recheckIntervalMs',
+      'session',
+      'signal',
+      'logger',
+      'telemetry',
+      'stallThresholdMs',
+    ],
+    'options',
+    ['clock'],
+  );
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = validateEndpoints(options.endpoints);

@@ -32,6 +32,15 @@ describe('options objects', () => {
     );
   });
 
+  it('accepts hidden keys without listing them as allowed', () => {
+    const options = { clock: 1, timeOutMs: 5 } as { timeoutMs?: number; clock?: number };
+    const hidden: { timeoutMs?: number; clock?: number } = { clock: 1 };
+    expect(checkOptions(hidden, ['timeoutMs'], 'options', ['clock'])).toBe(hidden);
+    expect(() => checkOptions(options, ['timeoutMs'], 'options', ['clock'])).toThrow(
+      /^options\.timeOutMs is not an option; allowed: timeoutMs$/,
+    );
+  });
+
   it('accepts known keys, also with undefined values', () => {
     const options = { timeoutMs: undefined, signal: undefined };
     expect(checkOptions(options, ['timeoutMs', 'signal'])).toBe(options);

@@ -141,18 +141,23 @@ export function describe(value: unknown): string {
 /**
  * Checks an options argument: an object whose keys are all known. A misspelt option
  * (`timeOutMs`) must not silently fall back to its default (for a timeout: none at all).
- * `undefined` values count as left out.
+ * `undefined` values count as left out. `hidden` keys are accepted but not listed as allowed:
+ * options for the package's own tests, which a user should not be pointed to.
  */
 export function checkOptions<T extends object>(
   options: T,
   allowed: readonly (keyof T & string)[],
   name = 'options',
+  hidden: readonly (keyof T & string)[] = [],
 ): T {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw invalid(name, 'an object', options);
   }
   for (const key of Object.keys(options)) {
-    if (!(allowed as readonly string[]).includes(key)) {
+    if (
+      !(allowed as readonly string[]).includes(key) &&
+      !(hidden as readonly string[]).includes(key)
+    ) {
       throw new InvalidArgumentError(
         `${name}.${key} is not an option; allowed: ${allowed.join(', ')}`,
       );

@@ -211,7 +211,13 @@ export async function withFence<T>(
   const onError = (err: unknown) => void (broken ??= err);
   client.on('error', onError);
   try {
-    await checkTokenColumn(db, table, 'token', client);
+    await checkTokenColumn(
+      db,
+      table,
+      'token',
+      client,
+      sql.createFenceTable('postgres', table, postgresDefaults.fenceTable),
+    );
     const bound = await idleBoundFor(client, idleMs);
     let began = false;
     try {
@@ -332,7 +338,13 @@ export async function fencedQuery<R = Record<string, unknown>>(
   const client = isPool(db) ? await db.connect() : db;
   let broken: Error | undefined;
   try {
-    await checkTokenColumn(db, table, 'token', client);
+    await checkTokenColumn(
+      db,
+      table,
+      'token',
+      client,
+      sql.createFenceTable('postgres', table, postgresDefaults.fenceTable),
+    );
     try {
       const [, result] = await batchPrepared(client, [
         { text: advance, values: [resource, token.toString()], name: statementName(advance) },
@@ -426,6 +438,7 @@ async function checkTokenColumn(
   table: string,
   column: string,
   via: PgQueryable = db,
+  create?: string,
 ): Promise<void> {
   const query = sql.columnTypeQuery('postgres', table, column);
   if (sql.isChecked(db, query)) return;
@@ -433,7 +446,13 @@ async function checkTokenColumn(
     query.sql,
     query.params,
   );
-  sql.checkIntegerColumn('postgres', query, rows[0]?.found === true, rows[0]?.type ?? undefined);
+  sql.checkIntegerColumn(
+    'postgres',
+    query,
+    rows[0]?.found === true,
+    rows[0]?.type ?? undefined,
+    create,
+  );
   sql.markChecked(db, query);
 }
 

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { isInvalidArgumentError, isStaleTokenError, type StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
-import { fencedExec, type RedisScripting } from './redis.js';
+import { Cluster, Redis } from 'ioredis';
+import {
+  fencedExec,
+  fencedSet,
+  redisStore,
+  safeRedisOptions,
+  type RedisScripting,
+} from './redis.js';
 
 function fakeRedis(reply: unknown, cached = true) {
   const calls: { method: string; args: unknown[] }[] = [];
@@ -103,5 +110,49 @@ describe('FENCE_SCRIPT', () => {
       'tonumber(ARGV[at + 2])',
       'tonumber(ARGV[at])',
     ]);
+  });
+});
+
+describe('clients without safeRedisOptions', () => {
+  // lazyConnect: nothing is sent; the refusal must come before any I/O anyway.
+  const write = (redis: RedisScripting) =>
+    fencedSet(redis, { fenceKey: 'f', token: 1n, key: 'k', value: 'v' });
+
+  it('refuses an ioredis client with the defaults, naming both options and the fix', async () => {
+    const redis = new Redis({ lazyConnect: true });
+    const err = await write(redis).catch((e: unknown) => e);
+    expect(isInvalidArgumentError(err)).toBe(true);
+    const message = (err as Error).message;
+    expect(message).toMatch(/autoResendUnfulfilledCommands is true, must be false/);
+    expect(message).toMatch(/maxRetriesPerRequest is 20, must be 0/);
+    expect(message).toMatch(/new Redis\(url, \{ \.\.\.safeRedisOptions \}\)/);
+    expect(() => redisStore(redis)).toThrow(
+      /^the Redis client of a fenced write must be created with safeRedisOptions /,
+    );
+    expect(redis.status).toBe('wait'); // never connected
+  });
+
+  it('refuses a client with only one of the two options', async () => {
+    const redis = new Redis({ lazyConnect: true, autoResendUnfulfilledCommands: false });
+    const err = await write(redis).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/maxRetriesPerRequest is 20, must be 0/);
+    expect((err as Error).message).not.toMatch(/autoResendUnfulfilledCommands/);
+  });
+
+  it('refuses a cluster whose redisOptions leave them out', () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    expect(() => redisStore(cluster)).toThrow(
+      /autoResendUnfulfilledCommands is unset \(ioredis resends\), must be false/,
+    );
+    const safe = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+      redisOptions: { ...safeRedisOptions },
+    });
+    expect(() => redisStore(safe)).not.toThrow();
+  });
+
+  it('accepts a client created with safeRedisOptions', () => {
+    const redis = new Redis({ lazyConnect: true, ...safeRedisOptions });
+    expect(() => redisStore(redis)).not.toThrow();
   });
 });

@@ -45,6 +45,41 @@ export const safeRedisOptions = {
 /** An ioredis client or cluster: only `evalsha` and `eval` are used. */
 export type RedisScripting = Pick<Redis, 'evalsha' | 'eval'>;
 
+// Clients already found to carry safeRedisOptions: the check runs once per client.
+const safeClients = new WeakSet<object>();
+
+/**
+ * Refuses an ioredis client (or cluster, through its `redisOptions`) that would resend a fenced
+ * write after a reconnect, which applies it twice under an equal token. A client that is not
+ * ioredis (no `options` object) cannot be checked and is taken as it is.
+ */
+function checkSafeClient(redis: object): void {
+  if (safeClients.has(redis)) return;
+  const options: unknown = (redis as { options?: unknown }).options;
+  if (typeof options === 'object' && options !== null) {
+    const own = (
+      'redisOptions' in options
+        ? ((options as { redisOptions?: unknown }).redisOptions ?? {})
+        : options
+    ) as Record<string, unknown>;
+    const unsafe = (Object.keys(safeRedisOptions) as (keyof typeof safeRedisOptions)[])
+      .filter((key) => own[key] !== safeRedisOptions[key])
+      .map(
+        (key) =>
+          `${key} is ${own[key] === undefined ? 'unset (ioredis resends)' : JSON.stringify(own[key])}, must be ${String(safeRedisOptions[key])}`,
+      );
+    if (unsafe.length > 0) {
+      throw new InvalidArgumentError(
+        "the Redis client of a fenced write must be created with safeRedisOptions from '@leasehold/fence/redis' " +
+          `(new Redis(url, { ...safeRedisOptions })), got one whose ${unsafe.join('; ')}. With these options ` +
+          'ioredis resends a write whose reply was lost in a reconnect, and the fence accepts the copy ' +
+          '(equal token), so it is applied twice',
+      );
+    }
+  }
+  safeClients.add(redis);
+}
+
 /** One argument of a {@link RedisCommand}: a string, a Buffer or a finite number. */
 export type RedisArg = string | number | Buffer;
 
@@ -155,6 +190,7 @@ async function run(
   commands: readonly RedisCommand[],
   resource: string,
 ): Promise<unknown[]> {
+  checkSafeClient(redis);
   const { keys, argv } = encode(commands);
   keys[0] = fenceKey;
   const numKeys = keys.length;
@@ -241,6 +277,7 @@ export function redisStore(
   options: RedisStoreOptions = {},
 ): FencedStore {
   checkObject('options', options, '{ prefix? }');
+  checkSafeClient(redis);
   const prefix = options.prefix ?? redisDefaults.prefix;
   if (typeof prefix !== 'string') {
     throw invalid('options.prefix', 'a string', prefix);

@@ -219,6 +219,19 @@ export interface ColumnTypeQuery {
   column: string;
 }
 
+/**
+ * How to create a missing fence table, for the "not found" message: the DDL function by name,
+ * with the table option if it is not the default.
+ */
+export function createFenceTable(dialect: Dialect, table: string, defaultTable: string): string {
+  const args = table === defaultTable ? '' : `{ table: ${JSON.stringify(table)} }`;
+  const run =
+    dialect === 'postgres'
+      ? `await pool.query(fenceTableDDL(${args}))`
+      : `db.exec(fenceTableDDL(${args}))`;
+  return `create it once, in your migrations, with fenceTableDDL() from @leasehold/fence/${dialect}: ${run}`;
+}
+
 export function columnTypeQuery(dialect: Dialect, table: string, column: string): ColumnTypeQuery {
   const quotedTable = quoteIdentifier(table, 'table', true);
   const quotedColumn = quoteIdentifier(column, 'token column');
@@ -263,22 +276,28 @@ export function checkIntegerColumn(
   { table, column }: ColumnTypeQuery,
   found: boolean,
   type: string | undefined,
+  create?: string,
 ): void {
-  const allowed = `allowed: a column ${column} with ${SPECS[dialect].required}`;
-  if (!found) throw new InvalidArgumentError(`invalid table ${table}: not found; ${allowed}`);
+  const wanted = `a column ${column} with ${SPECS[dialect].required}`;
+  if (!found) {
+    throw new InvalidArgumentError(
+      `table ${table} must exist, with ${wanted}, got no such table` +
+        (create === undefined ? '' : `; ${create}`),
+    );
+  }
   if (type === undefined) {
     throw new InvalidArgumentError(
-      `invalid table ${table}: it has no column ${column}; ${allowed}`,
+      `table ${table} must have ${wanted}, got a table without column ${column}`,
     );
   }
   const ok = dialect === 'postgres' ? type === 'bigint' : sqliteAffinity(type) === 'INTEGER';
   if (!ok) {
     const actual =
       dialect === 'postgres'
-        ? `its type is ${type}`
-        : `its declared type ${JSON.stringify(type)} has ${sqliteAffinity(type)} affinity`;
+        ? `type ${type}`
+        : `declared type ${JSON.stringify(type)}, which has ${sqliteAffinity(type)} affinity`;
     throw new InvalidArgumentError(
-      `invalid token column ${column} of table ${table}: ${actual}; ${allowed}`,
+      `token column ${column} of table ${table} must have ${SPECS[dialect].required}, got ${actual}`,
     );
   }
 }

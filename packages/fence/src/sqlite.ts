@@ -70,13 +70,18 @@ function prepare(db: SqliteDatabase, text: string): BetterSqlite3.Statement {
  * Refuses a token column without INTEGER affinity: as text, '9' > '10'. Checked once per
  * (database, table, column).
  */
-function checkTokenColumn(db: SqliteDatabase, table: string, column: string): void {
+function checkTokenColumn(
+  db: SqliteDatabase,
+  table: string,
+  column: string,
+  create?: string,
+): void {
   const query = sql.columnTypeQuery('sqlite', table, column);
   if (sql.isChecked(db, query)) return;
   const rows = prepare(db, query.sql).all(...query.params) as { name: string; type: string }[];
   // SQLite identifiers are case-insensitive.
   const found = rows.find((row) => row.name.toLowerCase() === column.toLowerCase());
-  sql.checkIntegerColumn('sqlite', query, rows.length > 0, found?.type);
+  sql.checkIntegerColumn('sqlite', query, rows.length > 0, found?.type, create);
   sql.markChecked(db, query);
 }
 
@@ -156,7 +161,12 @@ export function withFence<T>(
   checkFunction('statements', statements);
   const table = options.table ?? sqliteDefaults.fenceTable;
   const fences = sql.fenceTableSQL('sqlite', table);
-  checkTokenColumn(db, table, 'token');
+  checkTokenColumn(
+    db,
+    table,
+    'token',
+    sql.createFenceTable('sqlite', table, sqliteDefaults.fenceTable),
+  );
   const advance = prepare(db, fences.advance);
   const current = prepare(db, fences.select);
   return db

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { isEtcdHarnessError } from './errors.js';
+import { EtcdHarnessError, isEtcdHarnessError } from './errors.js';
 import { binaryHint, selectProvider, type ProviderProbes } from './provider.js';
+import { missingTestcontainers } from './testcontainers-loader.js';
+
+/** What the loader rejects with when testcontainers is installed but throws on import. */
+const importCause = new TypeError("Cannot read properties of undefined (reading 'bind')");
+const importFailure = new EtcdHarnessError(
+  'ETCD_UNAVAILABLE',
+  missingTestcontainers("provider 'container'", `TypeError: ${importCause.message}`),
+  { cause: importCause },
+);
 
 interface Facts {
   endpoints?: string[];
@@ -23,7 +32,7 @@ function probes(facts: Facts) {
     },
     testcontainers: async () => {
       calls.push('testcontainers');
-      return facts.testcontainers ?? true;
+      return (facts.testcontainers ?? true) ? undefined : importFailure;
     },
     binary: async () => {
       calls.push('binary');
@@ -59,10 +68,23 @@ describe('selectProvider', () => {
     expect(noEngine.calls).toEqual(['endpoints', 'engine', 'binary']);
   });
 
-  it("'auto' falls back to the binary when an engine answers but testcontainers cannot be imported", async () => {
+  it("'auto' falls back to the binary when an engine answers but testcontainers cannot be imported, and says why", async () => {
     const { p, calls } = probes({ engine: true, testcontainers: false, binary: true });
-    expect(await selectProvider('auto', p)).toBe('binary');
+    const notes: string[] = [];
+    expect(await selectProvider('auto', p, undefined, (line) => notes.push(line))).toBe('binary');
     expect(calls).toEqual(['endpoints', 'engine', 'testcontainers', 'binary']);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/provider 'auto' uses the etcd binary: a container engine answered/);
+    expect(notes[0]).toContain("TypeError: Cannot read properties of undefined (reading 'bind')");
+  });
+
+  it('an available container provider is chosen without a note', async () => {
+    const notes: string[] = [];
+    const { p } = probes({ engine: true, binary: true });
+    expect(await selectProvider('local', p, undefined, (line) => notes.push(line))).toBe(
+      'container',
+    );
+    expect(notes).toEqual([]);
   });
 
   it("'auto' with nothing available explains every way to get etcd", async () => {
@@ -77,8 +99,11 @@ describe('selectProvider', () => {
     const { message } = await failure(
       selectProvider('auto', probes({ engine: true, testcontainers: false }).p),
     );
-    expect(message).toMatch(/a container engine answered, but testcontainers cannot be imported/);
-    expect(message).toMatch(/pnpm add -D testcontainers@~12\.0\.4/);
+    expect(message).toMatch(
+      /a container engine answered, but .*testcontainers .*cannot be imported/,
+    );
+    expect(message).toContain("TypeError: Cannot read properties of undefined (reading 'bind')");
+    expect(message).toMatch(/installed but throws on import/);
   });
 
   it("'local' never picks 'external', even with ETCD_ENDPOINTS set", async () => {
@@ -118,15 +143,16 @@ describe('selectProvider', () => {
     );
   });
 
-  it("explicit 'container' without testcontainers fails, naming the package and how to install it", async () => {
-    const { message } = await failure(
+  it("explicit 'container' whose testcontainers fails to import rethrows the import error, cause kept", async () => {
+    const error = await failure(
       selectProvider('container', probes({ engine: true, testcontainers: false, binary: true }).p),
     );
-    expect(message).toMatch(
+    expect(error.cause).toBe(importCause);
+    expect(error.message).toMatch(
       /provider 'container' needs the optional peer dependency testcontainers/,
     );
-    expect(message).toMatch(/pnpm add -D testcontainers@~12\.0\.4/);
-    expect(message).toMatch(/npm install -D testcontainers@~12\.0\.4/);
+    expect(error.message).toContain("reading 'bind'");
+    expect(error.message).toMatch(/pnpm add -D testcontainers@12\.0\.1/);
   });
 });
 

@@ -2,19 +2,15 @@ import { findEngine, type EngineLocation } from './engine.js';
 import { EtcdHarnessError } from './errors.js';
 import { findEtcdBinary } from './find-binary.js';
 import { parseEndpoints, resolveOptions } from './options.js';
-import {
-  INSTALL_TESTCONTAINERS,
-  missingTestcontainers,
-  testcontainers,
-} from './testcontainers-loader.js';
+import { testcontainers } from './testcontainers-loader.js';
 import type { EtcdProviderChoice, EtcdProviderName, StartEtcdOptions } from './types.js';
 
 /** What the machine offers; each probe runs only when the selection gets to it. */
 export interface ProviderProbes {
   endpoints(): string[];
   engine(): Promise<EngineLocation | undefined>;
-  /** Whether the optional peer `testcontainers` can be imported. */
-  testcontainers(): Promise<boolean>;
+  /** Undefined when the optional peer `testcontainers` can be imported, else why not. */
+  testcontainers(): Promise<Error | undefined>;
   binary(): Promise<string | undefined>;
 }
 
@@ -28,13 +24,15 @@ const START_ENGINE =
   "Start Docker, or Podman's socket: `podman system service --time=0 unix:///run/podman/podman.sock &` " +
   'and export DOCKER_HOST=unix:///run/podman/podman.sock';
 
-type ContainerSupport = 'ok' | 'no-engine' | 'no-testcontainers';
+type ContainerSupport = 'ok' | 'no-engine' | Error;
 
-/** The container provider needs both an engine that answers and an importable testcontainers. */
+/**
+ * The container provider needs both an engine that answers and an importable testcontainers;
+ * when the import fails, its error (with the real one as cause).
+ */
 async function containerSupport(probes: ProviderProbes): Promise<ContainerSupport> {
   if (!(await probes.engine())) return 'no-engine';
-  if (!(await probes.testcontainers())) return 'no-testcontainers';
-  return 'ok';
+  return (await probes.testcontainers()) ?? 'ok';
 }
 
 /**
@@ -43,11 +41,14 @@ async function containerSupport(probes: ProviderProbes): Promise<ContainerSuppor
  *   importable testcontainers → 'container'; else an etcd binary → 'binary'.
  * - 'local': like 'auto' without the first step: a cluster of the test's own, never 'external'.
  * - 'external', 'container', 'binary': checked, never replaced by another provider.
+ * `note` hears why 'auto' or 'local' passed over the container provider when an engine answered
+ * but testcontainers failed to import: that fallback is never silent.
  */
 export async function selectProvider(
   requested: EtcdProviderChoice,
   probes: ProviderProbes,
   binaryHint = 'ETCD_BIN is not executable or `etcd` is not on PATH',
+  note: (line: string) => void = () => {},
 ): Promise<EtcdProviderName> {
   switch (requested) {
     case 'external':
@@ -65,7 +66,7 @@ export async function selectProvider(
             START_ENGINE,
         );
       }
-      throw unavailable(missingTestcontainers("provider 'container'"));
+      throw support;
     }
     case 'binary':
       if (await probes.binary()) return 'binary';
@@ -78,11 +79,15 @@ export async function selectProvider(
       if (requested === 'auto' && probes.endpoints().length > 0) return 'external';
       const support = await containerSupport(probes);
       if (support === 'ok') return 'container';
-      if (await probes.binary()) return 'binary';
       const engineNote =
-        support === 'no-testcontainers'
-          ? `a container engine answered, but testcontainers cannot be imported (${INSTALL_TESTCONTAINERS})`
+        support instanceof Error
+          ? `a container engine answered, but ${support.message}`
           : 'no container engine answered /_ping';
+      if (await probes.binary()) {
+        if (support instanceof Error)
+          note(`provider '${requested}' uses the etcd binary: ${engineNote}`);
+        return 'binary';
+      }
       if (requested === 'local') {
         throw unavailable(
           `provider 'local' starts etcd itself (ETCD_ENDPOINTS is not used), but ${engineNote}, ` +
@@ -90,12 +95,14 @@ export async function selectProvider(
             HOW_TO_GET_ETCD.slice(1)
               .map((line) => `  - ${line}`)
               .join('\n'),
+          support instanceof Error ? support.cause : undefined,
         );
       }
       throw unavailable(
         `no etcd available for tests: ETCD_ENDPOINTS is unset, ${engineNote}, ` +
           'and no etcd binary was found. Any one of these fixes it:\n' +
           HOW_TO_GET_ETCD.map((line) => `  - ${line}`).join('\n'),
+        support instanceof Error ? support.cause : undefined,
       );
     }
   }
@@ -109,7 +116,7 @@ export function systemProbes(
   return {
     endpoints: () => parseEndpoints(env.ETCD_ENDPOINTS),
     engine: () => findEngine(env),
-    testcontainers: () => testcontainers.available(),
+    testcontainers: () => testcontainers.failure(),
     binary: () => findEtcdBinary(binary, env),
   };
 }
@@ -138,6 +145,10 @@ export function binaryHint(binary: string | undefined): string {
     : `"${binary}" (from the binary option or ETCD_BIN) is not an executable file or on PATH`;
 }
 
-function unavailable(message: string): EtcdHarnessError {
-  return new EtcdHarnessError('ETCD_UNAVAILABLE', message);
+function unavailable(message: string, cause?: unknown): EtcdHarnessError {
+  return new EtcdHarnessError(
+    'ETCD_UNAVAILABLE',
+    message,
+    cause === undefined ? undefined : { cause },
+  );
 }

@@ -40,7 +40,12 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdClu
     resolved.provider,
     systemProbes(resolved.binary),
     binaryHint(resolved.binary),
+    (line) => {
+      resolved.log(`[leasehold/testing] ${line}`);
+      warnOnce(line);
+    },
   );
+  resolved.log(`[leasehold/testing] etcd provider: ${provider} (requested '${resolved.provider}')`);
   if (provider === 'external') {
     const endpoints = parseEndpoints(process.env.ETCD_ENDPOINTS);
     resolved.log(`[leasehold/testing] etcd external: ${endpoints.join(',')}`);
@@ -72,6 +77,18 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdClu
       resolved.log(`[leasehold/testing] port taken during startup, retrying with new ports`);
     }
   }
+}
+
+const warned = new Set<string>();
+
+/**
+ * A fallback the caller did not ask for is a process warning too (once per message), so it shows
+ * without a `log` option.
+ */
+function warnOnce(line: string): void {
+  if (warned.has(line)) return;
+  warned.add(line);
+  process.emitWarning(line, { code: 'LEASEHOLD_TESTING_PROVIDER' });
 }
 
 async function startOwned(

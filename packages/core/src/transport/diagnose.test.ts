@@ -10,6 +10,7 @@ import {
 import { prefixEnd } from '../keys.js';
 import {
   connectFailure,
+  grpcReason,
   describeRange,
   describeRanges,
   describeTlsFailure,
@@ -121,6 +122,50 @@ describe('connectFailure', () => {
     const err = await connectFailure(plain, detail, new Error(detail), undefined);
     expect(isConnectError(err) && !isTlsError(err)).toBe(true);
     expect(err.message).toContain('ECONNREFUSED');
+  });
+});
+
+describe('connect failure messages', () => {
+  const plain = { endpoints: ['http://127.0.0.1:1'], dialTimeoutMs: 500 };
+  const grpc = (last: string) =>
+    `etcd connect failed: could not reach etcd at http://127.0.0.1:1 (14 UNAVAILABLE: No connection established. Last error: ${last}. Resolution note: )`;
+
+  it("says where, how long and gRPC's last error once, without its wrapping", async () => {
+    const err = await connectFailure(
+      plain,
+      grpc('Error: connect ECONNREFUSED 127.0.0.1:1'),
+      0,
+      undefined,
+    );
+    expect(err.message).toBe(
+      'could not reach etcd at http://127.0.0.1:1 within 500 ms (dialTimeoutMs): connect ECONNREFUSED 127.0.0.1:1',
+    );
+  });
+
+  it('asks whether the port is an etcd client port when something else answered', async () => {
+    const err = await connectFailure(
+      plain,
+      grpc('Protocol error (2026-12-02T05:45:57.381Z)'),
+      0,
+      undefined,
+    );
+    expect(err.message).toMatch(
+      /\(dialTimeoutMs\): Protocol error; something answered but does not speak etcd's gRPC: is this an etcd client port/,
+    );
+    expect(err.message).not.toMatch(/Resolution note|2026-12-02/);
+  });
+
+  it('keeps a deadline message as it is', async () => {
+    const detail =
+      'etcd connect failed: no answer from http://127.0.0.1:1 within 500 ms (callTimeoutMs)';
+    const err = await connectFailure(plain, detail, 0, undefined);
+    expect(err.message).toMatch(
+      /\(dialTimeoutMs\): no answer from http:\/\/127\.0\.0\.1:1 within 500 ms \(callTimeoutMs\)$/,
+    );
+  });
+
+  it('grpcReason leaves other messages alone', () => {
+    expect(grpcReason('4 DEADLINE_EXCEEDED: x')).toBe('4 DEADLINE_EXCEEDED: x');
   });
 });
 

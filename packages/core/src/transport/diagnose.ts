@@ -71,7 +71,7 @@ export function diagnose(what: string, err: unknown, call: FailedCall): Leasehol
     );
   }
   if (isRecoverableError(e) && !/too large|larger than max/i.test(e.message)) {
-    return unavailable(`could not reach etcd at ${at} (${e.message})`);
+    return unavailable(`could not reach etcd at ${at} (${grpcReason(e.message)})`);
   }
   if (PERMISSION_DENIED.test(e.message)) return permissionDenied(what, at, call.keys?.(), err);
   return new EtcdRequestError(`etcd ${what} was refused by ${at}: ${e.message}`, cause);
@@ -150,6 +150,28 @@ export function speaksTls(endpoint: string, timeoutMs: number): Promise<boolean>
   });
 }
 
+/**
+ * What a gRPC failure says, without its wrapping: "14 UNAVAILABLE: No connection established.
+ * Last error: Error: connect ECONNREFUSED 10.0.0.5:2379. Resolution note: " says
+ * "connect ECONNREFUSED 10.0.0.5:2379"; a timestamp gRPC appends goes too.
+ */
+export function grpcReason(message: string): string {
+  const last = /Last error: (?:\w*Error: )?(.*?)\.?(?: Resolution note:.*)?$/s.exec(message)?.[1];
+  return (last || message).replace(/ \(\d{4}-\d\d-\d\dT[\d:.]+Z\)/g, '');
+}
+
+/** The reason in diagnose's "etcd connect failed: could not reach etcd at X (reason)". */
+function dialReason(detail: string): string {
+  const inner = detail.replace(/^etcd connect failed: /, '');
+  return grpcReason(/^could not reach etcd at .*? \((.*)\)$/s.exec(inner)?.[1] ?? inner);
+}
+
+/**
+ * gRPC's words for a server that took the connection but did not speak HTTP/2 gRPC: a port of
+ * some other service (PostgreSQL, Redis, an HTTP server), or etcd's peer port.
+ */
+const NOT_GRPC = /Protocol error|Failed to connect|Received HTTP status code|Bad Request/i;
+
 /** Failures that say no server spoke at all, so none can have spoken TLS. */
 const NOT_A_SERVER =
   /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|no answer from/i;
@@ -170,6 +192,7 @@ export async function connectFailure(
 ): Promise<ConnectError> {
   const at = options.endpoints.join(', ');
   const within = `within ${options.dialTimeoutMs} ms (dialTimeoutMs)`;
+  detail = dialReason(detail);
   let failure = seen;
   // Only worth asking when the server answered something gRPC could not use: not for a refused
   // connection, an unknown host or silence (a frozen member would hold the check to its limit).
@@ -180,12 +203,15 @@ export async function connectFailure(
     if (tls.some(Boolean)) failure = 'server-requires-tls';
   }
   if (failure === undefined) {
+    const hint =
+      !NOT_A_SERVER.test(detail) && NOT_GRPC.test(detail)
+        ? "; something answered but does not speak etcd's gRPC: is this an etcd client port " +
+          "(etcd's --advertise-client-urls, 2379 by default; 2380 is the peer port)?"
+        : '';
     return new ConnectError(
-      `could not reach etcd at ${at} ${within}: ${detail}`,
+      `could not reach etcd at ${at} ${within}: ${detail}${hint}`,
       options.endpoints,
-      {
-        cause,
-      },
+      { cause },
     );
   }
   return new TlsError(
