@@ -130,7 +130,7 @@ describe('@leasehold/fence/etcd: a fence prefix or resource with a lone surrogat
     }).toEqual({
       refused: true,
       message: expect.stringMatching(
-        /^options\.prefix must be .*without unpaired UTF-16 surrogates/,
+        /^options\.prefix must be .*unpaired UTF-16 surrogates/,
       ),
     });
   });
