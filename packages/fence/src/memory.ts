@@ -6,7 +6,7 @@ import {
   type FencedStore,
   type FencedValue,
 } from './contract.js';
-import { StaleTokenError } from './errors.js';
+import { invalid, StaleTokenError } from './errors.js';
 
 /**
  * The reference fence: what every backend does, in a few lines of plain JavaScript. Use it in
@@ -28,6 +28,7 @@ export type MemoryState = Map<string, { highestToken: bigint; value?: FencedValu
  * @throws StaleTokenError when `state` holds a higher token for `resource`; `apply` did not run.
  */
 export function withFence<T>(state: MemoryState, fence: Fence, apply: () => T): T {
+  checkState(state);
   const { resource, token } = checkFence(fence);
   const entry = state.get(resource);
   if (entry !== undefined && token < entry.highestToken) {
@@ -44,7 +45,13 @@ export interface MemoryStore extends FencedStore {
   readonly state: MemoryState;
 }
 
+/** The state argument: a Map, or every later call would fail far from the mistake. */
+function checkState(state: unknown): void {
+  if (!(state instanceof Map)) throw invalid('state', 'a Map of resource states', state);
+}
+
 export function memoryStore(state: MemoryState = new Map()): MemoryStore {
+  checkState(state);
   return {
     state,
     async write(write) {
