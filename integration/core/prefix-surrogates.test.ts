@@ -53,7 +53,9 @@ describe('connect: a lock or election prefix with a lone surrogate', () => {
       bothHeld,
     }).toEqual({
       refused: true,
-      message: expect.stringMatching(/^lockPrefix must be .*without unpaired UTF-16 surrogates/),
+      message: expect.stringMatching(
+        /^lockPrefix must be .*without unpaired UTF-16 surrogates/,
+      ) as unknown,
       bothHeld: false,
     });
   });
@@ -84,7 +86,7 @@ describe('connect: a lock or election prefix with a lone surrogate', () => {
       refused: true,
       message: expect.stringMatching(
         /^electionPrefix must be .*without unpaired UTF-16 surrogates/,
-      ),
+      ) as unknown,
       bothLead: false,
     });
   });
@@ -131,7 +133,7 @@ describe('@leasehold/fence/etcd: a fence prefix or resource with a lone surrogat
       refused: true,
       message: expect.stringMatching(
         /^options\.prefix must be .*unpaired UTF-16 surrogates/,
-      ),
+      ) as unknown,
     });
   });
 
@@ -151,7 +153,7 @@ describe('@leasehold/fence/etcd: a fence prefix or resource with a lone surrogat
     }).toEqual({
       refused: true,
       name: 'InvalidArgumentError',
-      message: expect.stringMatching(/^resource must be .*got "r\\ud800"/),
+      message: expect.stringMatching(/^resource must be .*got "r\\ud800"/) as unknown,
     });
   });
 });
