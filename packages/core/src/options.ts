@@ -211,14 +211,18 @@ export function validateSignal(value: unknown): AbortSignal | undefined {
   throw invalid('signal', 'an AbortSignal', value);
 }
 
-/** A key prefix: never empty, which would make the client watch and read the whole keyspace. */
+/**
+ * A key prefix: never empty, which would make the client watch and read the whole keyspace. Nor
+ * with an unpaired surrogate: on the wire it is U+FFFD, so no key etcd sends back would start
+ * with the prefix as the client compares it, and every queue read would find no member.
+ */
 export function validatePrefix(name: string, value: unknown): string {
   if (typeof value === 'string' && value !== '' && !value.includes('\0')) {
-    if (value.length <= MAX_NAME_LENGTH) return value;
+    if (value.length <= MAX_NAME_LENGTH && !LONE_SURROGATE.test(value)) return value;
   }
   throw invalid(
     name,
-    `a non-empty string without NUL of at most ${MAX_NAME_LENGTH} characters`,
+    `a non-empty string without NUL of at most ${MAX_NAME_LENGTH} characters and without unpaired UTF-16 surrogates`,
     value,
   );
 }

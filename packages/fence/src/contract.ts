@@ -63,9 +63,20 @@ export interface SqlStoreOptions {
 }
 
 /** Resource names are opaque strings; the empty string is refused as almost always a bug. */
+/** An unpaired UTF-16 surrogate (core keeps the same check; core is optional here). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A resource name. Never with an unpaired surrogate: every store sends it as UTF-8, where each
+ * lone half is U+FFFD, so two such names would share one fence.
+ */
 export function checkResource(resource: unknown): string {
-  if (typeof resource !== 'string' || resource.length === 0) {
-    throw invalid('resource', 'a non-empty string (the name of what the token fences)', resource);
+  if (typeof resource !== 'string' || resource.length === 0 || LONE_SURROGATE.test(resource)) {
+    throw invalid(
+      'resource',
+      'a non-empty string without unpaired UTF-16 surrogates (the name of what the token fences)',
+      resource,
+    );
   }
   return resource;
 }

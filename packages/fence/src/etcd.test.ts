@@ -33,12 +33,12 @@ describe('etcd fence', () => {
     [
       'a NUL in the prefix',
       { prefix: 'a\0b' },
-      /^options.prefix must be a string without NUL, got "a\\u0000b"$/,
+      /^options.prefix must be a string without NUL or unpaired UTF-16 surrogates, got "a\\u0000b"$/,
     ],
     [
       'a prefix of another type',
       { prefix: 7 },
-      /^options.prefix must be a string without NUL, got 7$/,
+      /^options.prefix must be a string without NUL or unpaired UTF-16 surrogates, got 7$/,
     ],
     [
       'a zero timeout',

@@ -13,7 +13,13 @@
  * @module @leasehold/fence/etcd
  */
 import type { Leasehold } from '@leasehold/core';
-import { fencedRequests, kvCall, queuePrefixes, queueOf } from '@leasehold/core/internal';
+import {
+  fencedRequests,
+  kvCall,
+  LONE_SURROGATE,
+  queuePrefixes,
+  queueOf,
+} from '@leasehold/core/internal';
 import {
   checkFence,
   checkObject,
@@ -68,8 +74,10 @@ export const padToken = (token: bigint): string => token.toString().padStart(WID
 function keys(options: EtcdFenceOptions) {
   checkObject('options', options, '{ prefix?, timeoutMs? }');
   const prefix = options.prefix ?? etcdDefaults.prefix;
-  if (typeof prefix !== 'string' || prefix.includes('\0')) {
-    throw invalid('options.prefix', 'a string without NUL', prefix);
+  // An unpaired surrogate is U+FFFD on the wire: the queue checks, which compare strings, would
+  // miss a fence key that lands in a queue spelled with U+FFFD.
+  if (typeof prefix !== 'string' || prefix.includes('\0') || LONE_SURROGATE.test(prefix)) {
+    throw invalid('options.prefix', 'a string without NUL or unpaired UTF-16 surrogates', prefix);
   }
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs > 0)) {

@@ -9,6 +9,26 @@ describeFenceConformance('memory', () => ({
   reopen: async () => memoryStore(shared),
 }));
 
+describe('memory state argument', () => {
+  it('memoryStore and withFence refuse a state that is not a Map, at the call', () => {
+    for (const bad of ['state', ['r'], 5, {}, null]) {
+      for (const call of [
+        () => memoryStore(bad as never),
+        () => withFence(bad as never, { resource: 'r', token: 1n }, () => undefined),
+      ]) {
+        let caught: unknown;
+        try {
+          call();
+        } catch (err) {
+          caught = err;
+        }
+        expect(isInvalidArgumentError(caught)).toBe(true);
+        expect((caught as Error).message).toMatch(/^state must be a Map of resource states, got /);
+      }
+    }
+  });
+});
+
 describe('memory withFence', () => {
   it('runs the write only for an accepted token', () => {
     const state: MemoryState = new Map();

@@ -13,7 +13,7 @@ import {
   type FencedStore,
   type FencedValue,
 } from './contract.js';
-import { StaleTokenError } from './errors.js';
+import { invalid, StaleTokenError } from './errors.js';
 
 /**
  * Where memory fencing keeps its data: the in-memory "database". Pass the same map to several
@@ -37,6 +37,7 @@ export type MemoryState = Map<
  * @throws StaleTokenError when `state` holds a higher token for `resource`; `apply` did not run.
  */
 export function withFence<T>(state: MemoryState, fence: Fence, apply: () => T): T {
+  checkState(state);
   const { resource, token } = checkFence(fence);
   const entry = state.get(resource);
   if (entry !== undefined && token < entry.highestToken) {
@@ -54,6 +55,11 @@ export interface MemoryStore extends FencedStore {
   readonly state: MemoryState;
 }
 
+/** The state argument: a Map, or every later call would fail far from the mistake. */
+function checkState(state: unknown): void {
+  if (!(state instanceof Map)) throw invalid('state', 'a Map of resource states', state);
+}
+
 /**
  * A {@link FencedStore} in memory, over `state` (default: a new, empty map).
  *
@@ -67,6 +73,7 @@ export interface MemoryStore extends FencedStore {
  * ```
  */
 export function memoryStore(state: MemoryState = new Map()): MemoryStore {
+  checkState(state);
   return {
     state,
     async write(write) {

@@ -63,6 +63,12 @@ describe('makeCluster', () => {
       );
     }
     await expect(cluster.restore('/s.db', null as never)).rejects.toThrow(/must be an object/);
+    for (const bad of [['rebuilt-1'], 'rebuilt-1', 7]) {
+      await expect(cluster.restore('/s.db', bad as never)).rejects.toMatchObject({
+        code: 'ETCD_INVALID_OPTION',
+        message: expect.stringMatching(/^restore options must be an object/) as unknown,
+      });
+    }
     expect(events).toEqual([]);
     const restoring = cluster.restore('/s.db', { clusterToken: 'rebuilt-1' });
     finishRestore();

@@ -60,10 +60,10 @@ export function makeCluster(parts: ClusterParts): EtcdCluster {
 
 /** `options.clusterToken`, checked: etcd puts it into member IDs, so no separators or blanks. */
 function restoreToken(options: RestoreOptions): string | undefined {
-  if (typeof options !== 'object' || options === null) {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new EtcdHarnessError(
       'ETCD_INVALID_OPTION',
-      `restore options must be an object such as { clusterToken: 'rebuilt-1' }, got ${String(options)}`,
+      `restore options must be an object such as { clusterToken: 'rebuilt-1' }, got ${JSON.stringify(options) ?? String(options)}`,
     );
   }
   const { clusterToken } = options;

@@ -163,6 +163,15 @@ describe('TcpFaultProxy', () => {
     expect(() => proxy.setMode('drop' as 'pass')).toThrow(/mode must be/);
     expect(() => proxy.setMode('delay', { delayMs: -1 })).toThrow(/delayMs/);
   });
+
+  it('refuses options that are not an object (a bare delay is not silently ignored)', () => {
+    for (const bad of [500, '500', [500], null]) {
+      expect(() => proxy.setMode('delay', bad as never)).toThrow(
+        /^setMode options must be an object such as \{ delayMs: 100 \}, got /,
+      );
+    }
+    expect(proxy.mode).toBe('pass');
+  });
 });
 
 describe('parseTarget', () => {

@@ -86,6 +86,12 @@ export class TcpFaultProxy implements AsyncDisposable {
     if (!['pass', 'stall', 'delay', 'reset'].includes(mode)) {
       throw new TypeError(`mode must be 'pass', 'stall', 'delay' or 'reset', got ${String(mode)}`);
     }
+    // A bare number (`setMode('delay', 500)`) would otherwise keep the old delay without a word.
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new TypeError(
+        `setMode options must be an object such as { delayMs: 100 }, got ${JSON.stringify(options) ?? String(options)}`,
+      );
+    }
     const delayMs = options.delayMs ?? this.policy.delayMs;
     if (!Number.isFinite(delayMs) || delayMs < 0) {
       throw new TypeError(`delayMs must be a non-negative number, got ${String(delayMs)}`);
