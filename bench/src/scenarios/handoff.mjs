@@ -59,8 +59,8 @@ export async function run(ctx) {
       judged(
         latencyRow(id, 'leasehold release → acquire in another process', samples.leasehold),
         percentile(samples.leasehold, 0.5) / floor,
-        '≤1.5× floor (p50)',
-        1.5,
+        '≤1.2× floor (p50)',
+        1.2,
       ),
     ];
   } finally {
