@@ -31,6 +31,8 @@ export interface World {
   within<T>(promise: Promise<T>, budgetMs: number, what: string): Promise<T>;
   /** Resolves once `check()` is true, letting up to `budgetMs` of the world's time pass. */
   until(check: () => Promise<boolean>, budgetMs: number, what: string): Promise<void>;
+  /** Deletes `key` as another tool would (`etcdctl del`). */
+  deleteKey(key: string): Promise<void>;
   /** A unique prefix for one test's keys. */
   prefix(label: string): string;
 }
@@ -51,7 +53,7 @@ export function describeBehaviour(name: string, world: () => World): void {
       const prefixes = { lockPrefix: `${base}lock/`, electionPrefix: `${base}election/` };
       const clients = await Promise.all(Array.from({ length: count }, () => w.client(prefixes)));
       const close = () => Promise.all(clients.map((c) => c.close()));
-      return { w, clients, prefixes, close };
+      return { w, clients, prefixes, base, close };
     };
     /** Resolves once `count` keys are queued under `prefix` (a waiter has joined). */
     const queued = (w: World, prefix: string, count: number) =>
@@ -124,6 +126,28 @@ export function describeBehaviour(name: string, world: () => World): void {
         expect(order).toEqual(['a releases', 'b acquired', 'b releases', 'c acquired']);
         expect(third.token).toBeGreaterThan(second.token);
         await third.release();
+      } finally {
+        await close();
+      }
+    });
+
+    it('fenced writes land while the lock is held, and are refused once its key is gone', async () => {
+      const { w, clients, prefixes, base, close } = await setUp('fenced', 1);
+      const [a] = clients as [Leasehold];
+      try {
+        const lock = await a.acquire('job');
+        const revision = await lock.put(`${base}data/report`, 'v1');
+        expect(revision).toBeGreaterThan(lock.token);
+        expect(await w.keys(`${base}data/`)).toEqual([
+          { key: `${base}data/report`, createRevision: revision },
+        ]);
+        const [own] = await w.keys(prefixes.lockPrefix);
+        await w.deleteKey(own!.key);
+        const refused = await lock.put(`${base}data/report`, 'v2').catch((e: unknown) => e);
+        expect(refused).toMatchObject({ code: 'LOCK_LOST', token: lock.token });
+        expect(lock.isHeld).toBe(false);
+        const [data] = await w.keys(`${base}data/`);
+        expect(data!.createRevision).toBe(revision);
       } finally {
         await close();
       }

@@ -43,6 +43,7 @@ function etcdWorld(): World {
     until: async (check, budgetMs, what) => {
       await waitFor(check, { timeoutMs: real(budgetMs), intervalMs: 10, what });
     },
+    deleteKey: async (key) => void (await raw.delete().key(key).exec()),
     prefix: uniquePrefix,
   };
 }
