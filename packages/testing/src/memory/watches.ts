@@ -1,7 +1,7 @@
 /**
  * etcd's watch service in memory: a watcher created on a stream with a start revision gets the
  * stored history from there (or, if that was compacted, is cancelled with the compact revision),
- * then every later write in its range, one response per revision; `prev_kv`, the NOPUT/NODELETE
+ * then every later write in its range, one response per revision; `prev_kv`, the Noput/Nodelete
  * filters, cancel and progress requests as etcd answers them.
  */
 import type { IResponseHeader, IWatchRequest, IWatchResponse } from '@leasehold/core/internal';
@@ -21,7 +21,7 @@ interface Watcher {
 const name = (key: Buffer | string | undefined): string =>
   key === undefined ? '' : Buffer.isBuffer(key) ? key.toString('latin1') : key;
 
-const FILTERS = ['NOPUT', 'NODELETE'] as const;
+const FILTERS = ['Noput', 'Nodelete'] as const;
 
 export class MemoryWatches {
   readonly #watchers = new Set<Watcher>();
@@ -73,8 +73,8 @@ export class MemoryWatches {
         start: name(c.key),
         end: name(c.range_end),
         prevKv: Boolean(c.prev_kv),
-        noPut: filters.includes('NOPUT'),
-        noDelete: filters.includes('NODELETE'),
+        noPut: filters.includes('Noput'),
+        noDelete: filters.includes('Nodelete'),
       };
       stream.send(base({ watch_id: watcher.id, created: true }));
       const from = BigInt(c.start_revision ?? 0);
