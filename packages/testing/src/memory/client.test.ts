@@ -1,4 +1,5 @@
 import { grantLease, kvCall } from '@leasehold/core/internal';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { memoryClient } from './client.js';
 import { memoryEtcd } from './etcd.js';
@@ -139,5 +140,11 @@ describe('memoryClient', () => {
     expect(seen).toMatchObject({ value: { value: { leader: { value: 'a', token: lead.token } } } });
     stop.abort();
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it("the README's example is readme-example.test.ts, byte for byte", () => {
+    const read = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
+    const blocks = [...read('../../README.md').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+    expect(blocks).toContain(read('./readme-example.test.ts'));
   });
 });
