@@ -5,8 +5,9 @@
  */
 import type { ConnectOptions, Leasehold } from '@leasehold/core';
 import { checkOptions, connectWith } from '@leasehold/core/internal';
-import { MemoryEtcd, serverOf } from './etcd.js';
+import { MemoryEtcd } from './etcd.js';
 import { invalid } from './invalid.js';
+import { serverOf } from './registry.js';
 
 export interface MemoryClientOptions extends Omit<
   ConnectOptions,
@@ -60,7 +61,7 @@ export async function memoryClient(options: MemoryClientOptions = {}): Promise<L
     }
   }
   const { etcd = new MemoryEtcd(), ...rest } = checkOptions(options, [...OPTIONS]);
-  const server = etcd instanceof MemoryEtcd ? serverOf(etcd) : undefined;
+  const server = serverOf(etcd);
   if (!server) throw invalid('options.etcd', 'a MemoryEtcd from memoryEtcd()', etcd);
   const process = server.process();
   const client = await connectWith(

@@ -5,7 +5,7 @@
  * test sees here is what it would see against etcd, minus what the README lists as not modelled.
  */
 import type { Leasehold } from '@leasehold/core';
-import { prefixEnd, type IResponseHeader, type WireClient } from '@leasehold/core/internal';
+import { prefixEnd, type IResponseHeader } from '@leasehold/core/internal';
 import { randomBytes } from 'node:crypto';
 import { MemoryClock } from './clock.js';
 import { MemoryFaults } from './faults.js';
@@ -13,6 +13,7 @@ import { invalid } from './invalid.js';
 import { MemoryKv } from './kv.js';
 import { MemoryLeases } from './leases.js';
 import { MemoryProcess } from './process.js';
+import { register } from './registry.js';
 import { MemoryStream } from './stream.js';
 import { MemoryWatches } from './watches.js';
 import { memoryWire, type WireHandlers } from './wire.js';
@@ -48,18 +49,6 @@ export type TestFaults = Pick<MemoryFaults, 'failNext' | 'hangNext' | 'clear'>;
 
 const id64 = () => BigInt.asUintN(63, randomBytes(8).readBigUInt64BE()).toString();
 
-interface Server {
-  process(): MemoryProcess;
-  wire(process: MemoryProcess): WireClient;
-  attach(client: Leasehold, process: MemoryProcess): void;
-  endpoint: string;
-}
-
-const servers = new WeakMap<MemoryEtcd, Server>();
-
-/** @internal The parts `memoryClient` uses. */
-export const serverOf = (etcd: MemoryEtcd): Server | undefined => servers.get(etcd);
-
 let created = 0;
 
 export class MemoryEtcd {
@@ -93,7 +82,7 @@ export class MemoryEtcd {
       onWrite: (revision, events) => this.#watches.written(revision, events),
     });
     const endpoint = `memory://etcd-${++created}`;
-    servers.set(this, {
+    register(this, {
       endpoint,
       process: () => new MemoryProcess(this.#clock),
       wire: (process) =>
@@ -139,6 +128,10 @@ export class MemoryEtcd {
 
   /** Writes `key` as another client would (one revision); `leaseId` attaches it to a lease. */
   put(key: string, value: string, options: { leaseId?: bigint } = {}): bigint {
+    const leaseId = options.leaseId ?? 0n;
+    if (leaseId !== 0n && !(typeof leaseId === 'bigint' && this.#leases.has(leaseId))) {
+      throw invalid('options.leaseId', 'a live lease of this etcd (see leases())', leaseId);
+    }
     this.#kv.put({
       key: Buffer.from(key),
       value: Buffer.from(value),

@@ -2,7 +2,7 @@
  * A duplex stream between a client process and the in-memory etcd, shaped as the SDK uses
  * etcd3's: the client writes requests; etcd's answers reach the client's 'data' listeners through
  * its process (so a paused process gets them on resume, in order). Ending or cancelling it stops
- * both directions.
+ * both directions; the SDK's own error and end listeners are never called (etcd never breaks it).
  */
 import { EventEmitter } from 'node:events';
 import type { MemoryProcess } from './process.js';
@@ -50,13 +50,6 @@ export class MemoryStream<Req, Res> {
         if (this.#open) this.#events.emit('data', res);
       }),
     );
-  }
-
-  /** etcd (or the client going away) breaks the stream: the client sees an error. */
-  fail(error: Error): void {
-    if (!this.#open) return;
-    this.#close();
-    this.process.run(() => this.#events.emit('error', error));
   }
 
   #close(): void {
