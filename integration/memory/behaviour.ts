@@ -31,6 +31,8 @@ export interface World {
   within<T>(promise: Promise<T>, budgetMs: number, what: string): Promise<T>;
   /** Resolves once `check()` is true, letting up to `budgetMs` of the world's time pass. */
   until(check: () => Promise<boolean>, budgetMs: number, what: string): Promise<void>;
+  /** Revokes `leaseId` as another tool would (`etcdctl lease revoke`). */
+  revokeLease(leaseId: bigint): Promise<void>;
   /** Deletes `key` as another tool would (`etcdctl del`). */
   deleteKey(key: string): Promise<void>;
   /** A unique prefix for one test's keys. */
@@ -170,6 +172,61 @@ export function describeBehaviour(name: string, world: () => World): void {
         expect(held.isHeld).toBe(false);
         expect(held.signal.aborted).toBe(true);
         await taken.release();
+      } finally {
+        await close();
+      }
+    });
+
+    it('a revoked lease ends its session: its holds are lost and its keys gone', async () => {
+      const { w, clients, prefixes, close } = await setUp('revoke', 2);
+      const [a, b] = clients as [Leasehold, Leasehold];
+      try {
+        const session = await a.session({ ttlSeconds: TTL_SECONDS });
+        const lock = await a.acquire('job', { session });
+        const leading = await a.campaign('svc', 'a', { session });
+        const sessionLost = new Promise<Error>((resolve) => session.onLost(resolve));
+        await w.revokeLease(session.leaseId);
+        expect(await w.keys(prefixes.lockPrefix)).toEqual([]);
+        expect(await w.keys(prefixes.electionPrefix)).toEqual([]);
+        const error = await w.within(sessionLost, TTL_SECONDS * 1000, 'the session is lost');
+        expect(error).toMatchObject({ code: 'LEASE_LOST', leaseId: session.leaseId });
+        expect(lock.isHeld).toBe(false);
+        expect(leading.isLeader).toBe(false);
+        const next = await w.within(b.acquire('job'), HANDOFF_MS, 'b takes the lock');
+        expect(next.token).toBeGreaterThan(lock.token);
+        await next.release();
+      } finally {
+        await close();
+      }
+    });
+
+    it('read/write lock: readers share, a writer waits for them and excludes the next reader', async () => {
+      const { w, clients, prefixes, close } = await setUp('rw', 3);
+      const [a, b, c] = clients as [Leasehold, Leasehold, Leasehold];
+      try {
+        const order: string[] = [];
+        const r1 = await a.acquireRead('doc');
+        const r2 = await b.acquireRead('doc');
+        const writer = c.acquireWrite('doc').then((l) => (order.push('c writes'), l));
+        await w.until(
+          async () => (await w.keys(prefixes.lockPrefix)).length === 3,
+          HANDOFF_MS,
+          'c queues to write',
+        );
+        const lateReader = a
+          .acquireRead('doc', { session: await a.session() })
+          .then((l) => (order.push('late reader reads'), l));
+        const taken = await b.tryAcquireRead('doc').catch((e: unknown) => e);
+        expect(taken).toBeInstanceOf(LockTakenError);
+        order.push('readers release');
+        await Promise.all([r1.release(), r2.release()]);
+        const write = await w.within(writer, HANDOFF_MS, 'c takes the write lock');
+        expect(write.token).toBeGreaterThan(r2.token);
+        order.push('c releases');
+        await write.release();
+        const read = await w.within(lateReader, HANDOFF_MS, 'the later reader gets in');
+        expect(order).toEqual(['readers release', 'c writes', 'c releases', 'late reader reads']);
+        await read.release();
       } finally {
         await close();
       }

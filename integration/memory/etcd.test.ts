@@ -43,6 +43,8 @@ function etcdWorld(): World {
     until: async (check, budgetMs, what) => {
       await waitFor(check, { timeoutMs: real(budgetMs), intervalMs: 10, what });
     },
+    revokeLease: async (leaseId) =>
+      void (await raw.leaseClient.leaseRevoke({ ID: leaseId.toString() })),
     deleteKey: async (key) => void (await raw.delete().key(key).exec()),
     prefix: uniquePrefix,
   };

@@ -38,6 +38,7 @@ function memoryWorld(): World {
     until: async (check, budgetMs, what) => {
       for (let ms = 0; !(await check()); ms += STEP_MS) await step(ms, budgetMs, what);
     },
+    revokeLease: async (leaseId) => void etcd.revokeLease(leaseId),
     deleteKey: async (key) => void etcd.delete(key),
     prefix: (label) => `/t/${label}-${randomBytes(4).toString('hex')}/`,
   };
