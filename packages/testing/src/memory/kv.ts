@@ -48,6 +48,10 @@ const name = (key: Buffer | string | undefined): string =>
 const bytes = (key: Buffer | string | undefined): Buffer =>
   key === undefined ? EMPTY : Buffer.isBuffer(key) ? key : Buffer.from(key);
 
+/** One op's answer as etcd3 decodes it: the oneof's name beside its value. */
+const answer = (name: keyof IResponseOp, value: unknown): IResponseOp =>
+  ({ response: name, [name]: value }) as unknown as IResponseOp;
+
 const int = (v: unknown): bigint => BigInt((v as string | number | undefined) ?? 0);
 
 export interface KvOptions {
@@ -106,8 +110,9 @@ export class MemoryKv {
       this.options.onWrite(write.revision, write.events);
     }
     for (const r of responses) {
-      const inner = Object.values(r)[0] as { header?: IResponseHeader } | undefined;
-      if (inner && 'header' in inner) inner.header = this.options.header(this.#revision);
+      const name = (r as { response?: keyof IResponseOp }).response;
+      const inner = name && (r[name] as { header?: IResponseHeader } | undefined);
+      if (inner && typeof inner === 'object') inner.header = this.options.header(this.#revision);
     }
     return { header: this.options.header(this.#revision), succeeded, responses };
   }
@@ -165,19 +170,15 @@ export class MemoryKv {
       if (op.request_range) {
         // Reads inside a txn see its earlier writes.
         const at = write.events.length > 0 ? write.revision : this.#revision;
-        return { response_range: this.#range(op.request_range, at, at) } as IResponseOp;
+        return answer('response_range', this.#range(op.request_range, at, at));
       }
-      if (op.request_put) return { response_put: this.#put(op.request_put, write) } as IResponseOp;
+      if (op.request_put) return answer('response_put', this.#put(op.request_put, write));
       if (op.request_delete_range) {
-        return {
-          response_delete_range: this.#delete(op.request_delete_range, write),
-        } as IResponseOp;
+        return answer('response_delete_range', this.#delete(op.request_delete_range, write));
       }
       if (op.request_txn) {
         const [ok, inner] = this.#txn(op.request_txn, write);
-        return {
-          response_txn: { header: undefined, succeeded: ok, responses: inner },
-        } as unknown as IResponseOp;
+        return answer('response_txn', { header: undefined, succeeded: ok, responses: inner });
       }
       throw wireErrors.refused('etcdserver: unknown request in txn');
     });
@@ -200,7 +201,8 @@ export class MemoryKv {
     };
     this.#set(name(key), write.revision, kv);
     write.events.push({ type: 'Put', kv, prev_kv: prev });
-    return { header: undefined, ...(req.prev_kv && prev ? { prev_kv: prev } : {}) } as never;
+    // etcd3 decodes an absent message as null.
+    return { header: undefined, prev_kv: (req.prev_kv && prev) || null } as never;
   }
 
   #delete(

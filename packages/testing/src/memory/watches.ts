@@ -133,7 +133,8 @@ export class MemoryWatches {
       events: mine.map((e) => ({
         type: e.type,
         kv: e.kv,
-        ...(w.prevKv && e.prev_kv ? { prev_kv: e.prev_kv } : {}),
+        // etcd3 decodes an absent message as null.
+        prev_kv: (w.prevKv && e.prev_kv) || null,
       })) as IWatchResponse['events'],
     });
   }
