@@ -98,9 +98,9 @@ export function connect(options: ConnectOptions): Promise<Leasehold> {
 }
 
 /**
- * For leasehold's own packages: `connect()` over an etcd that is not a gRPC connection (the in-memory one of
- * `@leasehold/testing`), named `endpoint` in messages. The options are checked as `connect()`'s,
- * without `endpoints`, `tls` and `auth`.
+ * For leasehold's own packages: `connect()` over an etcd that is not a gRPC connection (the
+ * in-memory one of `@leasehold/testing`), named `endpoint` in messages. The options are checked
+ * as `connect()`'s, without `endpoints`, `tls` and `auth`.
  */
 export function connectWith(
   wire: { client: WireClient; endpoint: string },
