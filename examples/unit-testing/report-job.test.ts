@@ -2,7 +2,7 @@
 // client on one in-memory etcd whose clock the test moves.
 import { isStaleTokenError } from '@leasehold/fence';
 import { memoryStore } from '@leasehold/fence/memory';
-import { memoryClient, memoryEtcd } from '@leasehold/testing';
+import { memoryClient, memoryEtcd } from '@leasehold/testing/memory';
 import { expect, it } from 'vitest';
 import { runReportJob } from './report-job.js';
 

@@ -4,7 +4,7 @@
  * timers (see the testing README), so this waits for real fires.
  */
 import { createScheduler, type Scheduler } from '@leasehold/cron';
-import { memoryClient, memoryEtcd } from '@leasehold/testing';
+import { memoryClient, memoryEtcd } from '@leasehold/testing/memory';
 import { expect, it } from 'vitest';
 
 it('each fire runs on one replica, under a growing token', async () => {

@@ -1,5 +1,5 @@
 /** The behaviour suite against `memoryClient()`: time is the memory clock, advanced on demand. */
-import { memoryClient, memoryEtcd, type MemoryEtcd } from '@leasehold/testing';
+import { memoryClient, memoryEtcd, type MemoryEtcd } from '@leasehold/testing/memory';
 import { randomBytes } from 'node:crypto';
 import { describeBehaviour, type World } from './behaviour.js';
 

@@ -12,16 +12,3 @@ export { freePort } from './free-port.js';
 export { TcpFaultProxy, type FaultMode, type TcpFaultProxyOptions } from './tcp-fault-proxy.js';
 export { EtcdHarnessError, isEtcdHarnessError, type EtcdHarnessErrorCode } from './errors.js';
 export { DEFAULT_ETCD_IMAGE } from './options.js';
-export {
-  memoryClient,
-  MemoryEtcd,
-  memoryEtcd,
-  type FailOptions,
-  type FaultTarget,
-  type HangOptions,
-  type MemoryClientOptions,
-  type MemoryEtcdOptions,
-  type MemoryKey,
-  type TestClock,
-  type TestFaults,
-} from './memory.js';

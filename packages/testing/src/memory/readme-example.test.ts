@@ -1,4 +1,4 @@
-import { memoryClient, memoryEtcd } from '@leasehold/testing';
+import { memoryClient, memoryEtcd } from '@leasehold/testing/memory';
 import { expect, it } from 'vitest';
 
 it('a paused holder loses its lock to the next worker', async () => {
