@@ -9,7 +9,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts'],
+          // examples/unit-testing shows users' own unit tests (on memoryClient): run like ours.
+          include: ['packages/*/src/**/*.test.ts', 'examples/**/*.test.ts'],
         },
       },
       {

@@ -23,6 +23,7 @@ import {
 import { sessionSettings, type SessionOptions } from './session.js';
 import { Telemetry, validateTelemetry, type TelemetryOptions } from './telemetry.js';
 import { Etcd } from './transport/etcd.js';
+import type { WireClient } from './transport/wire.js';
 
 /**
  * Options of {@link connect}: `endpoints` is required; every other field has its default in its
@@ -115,7 +116,26 @@ function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: nu
  * });
  * ```
  */
-export async function connect(options: ConnectOptions): Promise<Leasehold> {
+export function connect(options: ConnectOptions): Promise<Leasehold> {
+  return open(options, undefined);
+}
+
+/**
+ * For leasehold's own packages: `connect()` over an etcd that is not a gRPC connection (the
+ * in-memory one of `@leasehold/testing`), named `endpoint` in messages. The options are checked
+ * as `connect()`'s, without `endpoints`, `tls` and `auth`.
+ */
+export function connectWith(
+  wire: { client: WireClient; endpoint: string },
+  options: Omit<ConnectOptions, 'endpoints' | 'tls' | 'auth' | 'clock'> & { clock?: Clock },
+): Promise<Leasehold> {
+  return open({ ...options, endpoints: wire.endpoint }, wire);
+}
+
+async function open(
+  options: ConnectOptions,
+  wire: { client: WireClient; endpoint: string } | undefined,
+): Promise<Leasehold> {
   checkOptions(
     options,
     [
@@ -140,7 +160,7 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
   );
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
-  const endpoints = validateEndpoints(options.endpoints);
+  const endpoints = wire ? [wire.endpoint] : validateEndpoints(options.endpoints);
   const clock = options.clock ?? systemClock;
   const log = toLogger(options.logger);
   const telemetry = new Telemetry(log, validateTelemetry(options.telemetry), clock);
@@ -159,6 +179,7 @@ export async function connect(options: ConnectOptions): Promise<Leasehold> {
     maxAttempts: validateAttempts(options.maxAttempts ?? defaults.maxAttempts),
     tls: validateTls(options.tls, endpoints),
     auth: validateAuth(options.auth),
+    client: wire?.client,
   };
   const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
   const electionPrefix = validatePrefix(

@@ -90,6 +90,9 @@ export const callTimeoutMs = (client: Leasehold): number => client.etcd.options.
 export const closedSignal = (client: Leasehold): AbortSignal => client.closed;
 
 export { fencedRequests, queueOf } from './fenced-ops.js';
+export { connectWith } from './connect.js';
+export type { Clock } from './clock.js';
+export * from './transport/wire.js';
 
 /** The key prefixes of every queue of `client` (its locks and elections). */
 export const queuePrefixes = (client: Leasehold): readonly string[] => [

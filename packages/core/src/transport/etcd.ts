@@ -44,6 +44,7 @@ import type { Telemetry } from '../telemetry.js';
 import { connectFailure, describeRanges, diagnose, rangesOfTxn, tlsFailureOf } from './diagnose.js';
 import { Identity } from './identity.js';
 import { endpointOf, logRetries, Members } from './members.js';
+import type { WireClient } from './wire.js';
 
 export interface EtcdOptions {
   clock: Clock;
@@ -57,6 +58,8 @@ export interface EtcdOptions {
   auth?: AuthOptions | undefined;
   /** Where logs, metrics and spans go. */
   telemetry: Telemetry;
+  /** An etcd that is not a gRPC connection (see wire.ts); `endpoints` then only name it. */
+  client?: WireClient | undefined;
 }
 
 /** A gRPC stream as the SDK uses it: etcd3's duplex stream. */
@@ -134,7 +137,8 @@ export class Etcd {
       };
     }
     if (options.auth) etcdOptions.auth = { ...options.auth };
-    this.client = new Etcd3(etcdOptions);
+    // A wire client answers the calls the SDK makes with etcd3's own shapes and errors.
+    this.client = (options.client as Etcd3 | undefined) ?? new Etcd3(etcdOptions);
     const backoff = new ExponentialBackoff({
       initialDelay: tunables.retryMinMs,
       maxDelay: tunables.retryMaxMs,

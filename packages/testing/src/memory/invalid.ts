@@ -1,0 +1,8 @@
+import { invalid as coreInvalid } from '@leasehold/core/internal';
+
+/**
+ * Core's bad-input error (`InvalidArgumentError`, code `INVALID_ARGUMENT`): the message names the
+ * value and what is allowed, like every other leasehold package's.
+ */
+export const invalid = (name: string, allowed: string, value: unknown): Error =>
+  coreInvalid(name, allowed, value);
