@@ -91,6 +91,25 @@ function attemptTimeoutMs(options: ConnectOptions, endpoints: number, callMs: nu
   return value;
 }
 
+/** The options `connect()` takes (`clock`, for leasehold's own tests, is not listed). */
+export const connectOptionNames = [
+  'endpoints',
+  'tls',
+  'auth',
+  'dialTimeoutMs',
+  'callTimeoutMs',
+  'attemptTimeoutMs',
+  'maxAttempts',
+  'lockPrefix',
+  'electionPrefix',
+  'recheckIntervalMs',
+  'session',
+  'signal',
+  'logger',
+  'telemetry',
+  'stallThresholdMs',
+] as const satisfies readonly (keyof ConnectOptions)[];
+
 /**
  * Connects to etcd: keeps trying until a read under `lockPrefix` answers or `dialTimeoutMs`
  * passes. Wrong credentials fail here with `AuthError`, a missing permission with
@@ -136,28 +155,7 @@ async function open(
   options: ConnectOptions,
   wire: { client: WireClient; endpoint: string } | undefined,
 ): Promise<Leasehold> {
-  checkOptions(
-    options,
-    [
-      'endpoints',
-      'tls',
-      'auth',
-      'dialTimeoutMs',
-      'callTimeoutMs',
-      'attemptTimeoutMs',
-      'maxAttempts',
-      'lockPrefix',
-      'electionPrefix',
-      'recheckIntervalMs',
-      'session',
-      'signal',
-      'logger',
-      'telemetry',
-      'stallThresholdMs',
-    ],
-    'options',
-    ['clock'],
-  );
+  checkOptions(options, [...connectOptionNames], 'options', ['clock']);
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = wire ? [wire.endpoint] : validateEndpoints(options.endpoints);

@@ -90,7 +90,7 @@ export const callTimeoutMs = (client: Leasehold): number => client.etcd.options.
 export const closedSignal = (client: Leasehold): AbortSignal => client.closed;
 
 export { fencedRequests, queueOf } from './fenced-ops.js';
-export { connectWith } from './connect.js';
+export { connectOptionNames, connectWith } from './connect.js';
 export type { Clock } from './clock.js';
 export * from './transport/wire.js';
 

@@ -4,7 +4,7 @@
  * the rest are the SDK's real code running on memory instead of gRPC.
  */
 import type { ConnectOptions, Leasehold } from '@leasehold/core';
-import { checkOptions, connectWith } from '@leasehold/core/internal';
+import { checkOptions, connectOptionNames, connectWith } from '@leasehold/core/internal';
 import { MemoryEtcd } from './etcd.js';
 import { invalid } from './invalid.js';
 import { serverOf } from './registry.js';
@@ -24,22 +24,6 @@ export interface MemoryClientOptions extends Omit<
   etcd?: MemoryEtcd;
 }
 
-const OPTIONS = [
-  'etcd',
-  'dialTimeoutMs',
-  'callTimeoutMs',
-  'attemptTimeoutMs',
-  'maxAttempts',
-  'lockPrefix',
-  'electionPrefix',
-  'recheckIntervalMs',
-  'session',
-  'signal',
-  'logger',
-  'telemetry',
-  'stallThresholdMs',
-] as const;
-
 /** Options of `connect()` that a memory client has no use for, and why. */
 const NOT_HERE: Record<string, string> = {
   endpoints: 'a memory client talks to its etcd option, not to endpoints',
@@ -47,6 +31,13 @@ const NOT_HERE: Record<string, string> = {
   auth: 'the memory etcd does not model authentication',
   clock: "the memory etcd's clock is used (etcd.clock)",
 };
+
+const OPTIONS: (keyof MemoryClientOptions)[] = [
+  'etcd',
+  ...connectOptionNames.filter(
+    (name): name is Exclude<typeof name, 'endpoints' | 'tls' | 'auth'> => !(name in NOT_HERE),
+  ),
+];
 
 /**
  * A client on `options.etcd` (a new `MemoryEtcd` if not given), with the same interface and
@@ -64,7 +55,7 @@ export async function memoryClient(options: MemoryClientOptions = {}): Promise<L
         );
     }
   }
-  const { etcd = new MemoryEtcd(), ...rest } = checkOptions(options, [...OPTIONS]);
+  const { etcd = new MemoryEtcd(), ...rest } = checkOptions(options, OPTIONS);
   const server = serverOf(etcd);
   if (!server) throw invalid('options.etcd', 'a MemoryEtcd from memoryEtcd()', etcd);
   const process = server.process();
