@@ -482,4 +482,62 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
       `[cron misfire stall] paused ${resumedAt - stoppedAt} ms: run-once caught up ${latestMissed} and skipped ${missedOnce.length}; skip skipped ${missedSkip.length}`,
     );
   }, 120_000);
+
+  it("overlap 'replace': a replica that reaches a fire after another replica claimed a later one does not replace that later run with the older fire", async () => {
+    const prefix = cronPrefix('replace-order');
+    const job = 'replace-order';
+    const AHEAD_MS = 6_000;
+    const options = { overlap: 'replace', lateToleranceMs: 10_000, retentionSeconds: 120 };
+    // Two fires 2 s apart in one minute, at least 12 s from now.
+    let f1 = Math.ceil((Date.now() + 12_000) / 1000) * 1000;
+    while (new Date(f1).getUTCSeconds() > 57) f1 += 1000;
+    const f2 = f1 + 2_000;
+    const d = new Date(f1);
+    const schedule = `${d.getUTCSeconds()},${d.getUTCSeconds() + 2} ${d.getUTCMinutes()} ${d.getUTCHours()} ${d.getUTCDate()} ${d.getUTCMonth() + 1} *`;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    // a runs 6 s ahead of b; both leases outlive a's pause.
+    const [a, b] = await Promise.all([
+      start('a', prefix, { OFFSET_MS: String(AHEAD_MS), TTL_SECONDS: '30' }),
+      start('b', prefix, { TTL_SECONDS: '30' }),
+    ]);
+    await Promise.all(
+      [a, b].map((p) => p.request('schedule', { job, schedule, options, runMs: 8_000 })),
+    );
+    // a is paused across both fires by its clock (6 s before b's), and resumes 2.5 s after the
+    // first by its clock, 3.5 s before b reaches it: due at once, it claims only the later fire.
+    await delay(f1 - AHEAD_MS - 2_000 - Date.now());
+    a.kill('SIGSTOP');
+    await delay(f1 - 3_500 - Date.now());
+    a.kill('SIGCONT');
+    const superseded = await a.event(
+      (m) => m.event === 'skipped' && m.fire === iso(f1),
+      'a skips the first fire',
+    );
+    expect(superseded.reason).toBe('overlap');
+    const claimed = await a.event(
+      (m) => m.event === 'claimed' && m.fire === iso(f2),
+      'a claims the second fire',
+    );
+    // b reaches the first fire after a claimed the second (what the test needs).
+    const decided = await b.event(
+      (m) => (m.event === 'claimed' || m.event === 'skipped') && m.fire === iso(f1),
+      'b decides about the first fire',
+    );
+    expect(decided.at as number).toBeGreaterThan(claimed.at as number);
+    const finished = await a.event(
+      (m) => m.event === 'finished' && m.fire === iso(f2),
+      "a's run of the second fire ends",
+      30_000,
+    );
+    console.log(
+      `[cron replace order] a claimed the second fire ${(decided.at as number) - (claimed.at as number)} ms before b reached the first; b: ${String(decided.event)} ${(decided.reason as string | undefined) ?? ''}; a's run of the second: ${String(finished.outcome)}`,
+    );
+    // The later fire's run is not replaced by an earlier fire: b skips the first as superseded.
+    expect(decided).toMatchObject({ event: 'skipped', reason: 'overlap', holder: 'a' });
+    expect(finished.outcome).toBe('ok');
+    for (const exit of await Promise.all([a, b].map((p) => p.terminate()))) {
+      expect(exit).toEqual({ code: 0, signal: null });
+    }
+    expect((await db.rows(job)).map((r) => [r.fire, r.runner])).toEqual([[iso(f2), 'a']]);
+  }, 90_000);
 });

@@ -132,15 +132,33 @@ export class Claimer {
           record,
         });
         let result: ClaimResult;
+        // Set when a retried attempt finds no time left: it is not sent.
+        let ranOutAt: number | undefined;
         try {
           const res = await kvCall(
             this.client,
             `claim of job ${JSON.stringify(job)} at ${record.fireTime}`,
-            (kv, o) => kv.txn(request, o),
+            (kv, o) => {
+              // Each attempt (kvCall retries one whose answer was lost) is checked and capped
+              // on its own: a retry goes out after the time left when the first one was sent.
+              const left = budget();
+              if (left.budgetMs <= 0) {
+                ranOutAt = left.nowMs;
+                throw new Error('no time left to claim the fire before its record may expire');
+              }
+              return kv.txn(request, {
+                deadline: Math.min(o.deadline, Date.now() + left.budgetMs),
+              });
+            },
             { idempotent: true, timeoutMs: Math.min(callTimeoutMs(this.client), budgetMs) },
           );
           result = readClaim(res, this.instance);
         } catch (err) {
+          if (ranOutAt !== undefined) {
+            // An earlier attempt's outcome is unknown: if it landed, it is recorded as not run.
+            this.#settle({ job, keys, fireMs, attempt, overlap });
+            return tooLate(ranOutAt);
+          }
           if (!leaseRetried && /lease not found/i.test(String((err as Error)?.message))) {
             this.#retention.forget(retentionLease);
             leaseRetried = true;

@@ -109,7 +109,7 @@ describe('claimRequest', () => {
     ]);
   });
 
-  it("with overlap 'replace': requires only the record's absence and rewrites the marker", () => {
+  it("with overlap 'replace': rewrites the marker if it is absent or names an earlier fire, never a later one", () => {
     const req = claimRequest({
       keys,
       fireMs: FIRE,
@@ -118,11 +118,29 @@ describe('claimRequest', () => {
       retentionLease: '9',
       record,
     });
-    expect(req.compare!.map((c) => str(c.key))).toEqual([keys.record(FIRE)]);
+    expect(req.compare!.map((c) => str(c.key))).toEqual([keys.record(FIRE), keys.running]);
     const marker = req.success![2]!.request_put!;
     expect(str(marker.key)).toBe(keys.running);
     expect(marker.lease).toBe('5');
-    expect(req.failure!.map((op) => str(op.request_range!.key))).toEqual([keys.record(FIRE)]);
+    const [range, running, nested] = req.failure!;
+    expect([str(range!.request_range!.key), str(running!.request_range!.key)]).toEqual([
+      keys.record(FIRE),
+      keys.running,
+    ]);
+    const txn = nested!.request_txn!;
+    expect(txn.success).toEqual(req.success);
+    expect(str(txn.compare![0]!.key)).toBe(keys.record(FIRE));
+    const [, older] = txn.compare!;
+    expect(older).toMatchObject({ target: 'Value', result: 'Less' });
+    expect(str(older!.key)).toBe(keys.running);
+    // Byte order of marker values is fire-time order: earlier below, same or later not.
+    const bound = Buffer.from(older!.value!);
+    const markerOf = (fireTime: string) =>
+      Buffer.from(JSON.stringify({ fireTime, runner: 'x', instance: 'y' }));
+    const at = (ms: number) => new Date(ms).toISOString();
+    expect(Buffer.compare(markerOf(at(FIRE - 1)), bound)).toBe(-1);
+    expect(Buffer.compare(markerOf(at(FIRE)), bound)).toBe(1);
+    expect(Buffer.compare(markerOf(at(FIRE + 1)), bound)).toBe(1);
   });
 });
 
@@ -133,6 +151,15 @@ describe('readClaim', () => {
       token: 812n,
       adopted: false,
     });
+  });
+
+  it("'replace' over the marker of an earlier fire's run (the nested transaction): claimed, with the transaction's revision", () => {
+    const marker = kv(keys.running, JSON.stringify({ fireTime: '2025-03-10T12:00:04.000Z' }), 77);
+    const nested = (succeeded: boolean) => ({ response_txn: { succeeded, responses: [] } });
+    const won = response(false, [range(), range(marker), nested(true)], 812);
+    expect(readClaim(won, 'me')).toEqual({ kind: 'claimed', token: 812n, adopted: false });
+    const later = response(false, [range(), range(marker), nested(false)], 812);
+    expect(readClaim(later, 'me').kind).toBe('overlap');
   });
 
   it('a record of another claimer: claimed elsewhere, with its runner and token', () => {

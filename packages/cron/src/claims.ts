@@ -154,8 +154,11 @@ export interface ClaimInput {
  * while the run of an earlier fire is still going (on time, on another replica), and must not
  * make every replica skip it. A replica that reaches the fire once no run is going claims it.
  *
- * With `overlap: 'replace'`, the marker is written whether it exists or not: the run it named
- * sees its mod revision change and learns it was replaced.
+ * With `overlap: 'replace'`, the marker is written if it is absent or names an earlier fire: the
+ * run it named sees its mod revision change and learns it was replaced. A marker of a later fire
+ * (claimed by a replica whose clock runs ahead, or that woke with both due and claimed only the
+ * later) is left alone, and the fire is skipped like one that finds a run going under `'skip'`:
+ * an earlier fire never replaces a later one.
  */
 export function claimRequest(input: ClaimInput): TxnRequest {
   const { keys, fireMs, overlap, runnerLease, retentionLease, record } = input;
@@ -178,21 +181,27 @@ export function claimRequest(input: ClaimInput): TxnRequest {
     instance: record.instance,
   };
   writes.push({ request_put: { key: b(keys.running), value: b(JSON.stringify(marker)), lease } });
+  const failure: NonNullable<TxnRequest['success']> = [
+    { request_range: { key: b(recordKey) } },
+    { request_range: { key: b(keys.running) } },
+  ];
   if (overlap === 'replace') {
-    return {
-      compare: [absent(recordKey)],
-      success: writes,
-      failure: [{ request_range: { key: b(recordKey) } }],
-    };
+    // The marker is replaced only if it names an earlier fire. Its value starts with the fire
+    // time (fixed-width ISO 8601), so bytes compare as times do; etcd has no "or", hence the
+    // nested transaction for "marker absent or earlier".
+    const earlier = b(`{"fireTime":${JSON.stringify(record.fireTime)}`);
+    failure.push({
+      request_txn: {
+        compare: [
+          absent(recordKey),
+          { key: b(keys.running), target: 'Value', result: 'Less', value: earlier },
+        ],
+        success: writes,
+        failure: [],
+      },
+    });
   }
-  return {
-    compare: [absent(recordKey), absent(keys.running)],
-    success: writes,
-    failure: [
-      { request_range: { key: b(recordKey) } },
-      { request_range: { key: b(keys.running) } },
-    ],
-  };
+  return { compare: [absent(recordKey), absent(keys.running)], success: writes, failure };
 }
 
 /** The running marker's value: whose run of which fire it is. */
@@ -258,7 +267,10 @@ function holderOf(kv: KeyValue | undefined): Holder {
 
 /** Reads the answer to {@link claimRequest}. `instance` is this scheduler's own. */
 export function readClaim(res: TxnResponse, instance: string): ClaimResult {
-  if (res.succeeded) return { kind: 'claimed', token: BigInt(res.header.revision), adopted: false };
+  // Under 'replace', the nested transaction replaced the marker of an earlier fire's run.
+  if (res.succeeded || res.responses[2]?.response_txn?.succeeded) {
+    return { kind: 'claimed', token: BigInt(res.header.revision), adopted: false };
+  }
   const kv = res.responses[0]?.response_range.kvs[0];
   if (!kv) {
     // No record, so the running marker made the claim fail: a run of the job is going.
