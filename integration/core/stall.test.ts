@@ -42,8 +42,10 @@ describe('stall detection on a real etcd', () => {
     const lock = await client.acquire('critical', { session });
     const stalled = nextStall(client);
 
-    const before = performance.now();
+    // leftBefore is read first: a preemption between the two reads then only makes the bound
+    // below looser, never wrong.
     const leftBefore = lock.timeLeftMs();
+    const before = performance.now();
     busyUntil(before + 1_600);
     const blockedMs = performance.now() - before;
     // Read before any timer or keepalive answer could run: the truth, from the clock.
