@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -80,7 +81,10 @@ async function signed(
     ca.certFile,
     '-CAkey',
     ca.keyFile,
-    '-CAcreateserial',
+    // A serial of its own per certificate: -CAcreateserial shares one ca.srl file, which
+    // certificates signed at once read half-written ("Unable to load number from ca.srl").
+    '-set_serial',
+    `0x${randomBytes(16).toString('hex')}`,
     '-out',
     certFile,
     '-days',
