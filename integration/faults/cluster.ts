@@ -102,6 +102,18 @@ export class FaultCluster implements AsyncDisposable {
     return index >= 0 ? this.members[index] : undefined;
   }
 
+  /**
+   * The member every member of `group` names as leader, if it is one of them; undefined while
+   * the group has not agreed on a leader of its own (during an election, or without a quorum).
+   */
+  async leaderOf(group: FaultMember[]): Promise<FaultMember | undefined> {
+    const all = await Promise.all(group.map((m) => memberStatus(m.clientUrl)));
+    const named = new Set(all.map((s) => s?.leader));
+    if (named.size !== 1 || named.has(undefined)) return undefined;
+    const index = all.findIndex((s) => s?.member === all[0]!.leader);
+    return index >= 0 ? group[index] : undefined;
+  }
+
   /** A running member that does not lead (with one member: that member). */
   async follower(random: () => number): Promise<FaultMember> {
     const leader = await this.leader();

@@ -9,6 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultKind, HistoryLine } from './check/index.js';
 import type { FaultCluster } from './cluster.js';
+import { ELECTION_TIMEOUT_MS } from './member.js';
 import type { Random } from './prng.js';
 import type { Workload, WorkerProc } from './workers.js';
 
@@ -66,6 +67,8 @@ export interface NemesisControl {
 }
 
 const TARGET_WAIT_MS = 10_000;
+/** How long a cut-off majority may take to elect: ten elections' worth, for split votes and load. */
+const ELECTION_WAIT_MS = 10 * ELECTION_TIMEOUT_MS;
 
 let faultSeq = 0;
 
@@ -306,8 +309,11 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       start(member.slot, { ms });
       cluster.partition([[member], cluster.members.filter((m) => m !== member)]);
       await sleep(ms);
-      // Who leads the majority at the end of the cut (a cut-off leader must have been replaced).
-      const leader = await cluster.leader();
+      // The cut lasts until the majority leads itself: on a loaded host its election can outlast
+      // the planned window, and a cut healed mid-election tests nothing. etcd's election takes
+      // 1-2 election timeouts, more after a split vote; past ELECTION_WAIT_MS it counts as failed.
+      const majority = cluster.members.filter((m) => m !== member);
+      const leader = await untilResolved(() => cluster.leaderOf(majority), ELECTION_WAIT_MS);
       cluster.heal();
       end(member.slot, { leader: leader?.slot ?? 'none' });
       return true;
@@ -364,6 +370,21 @@ async function pick(
 }
 
 /** Polls `probe` every `everyMs` (5) until it returns a value or `timeoutMs` passes. */
+/** `waitUntil` for an asynchronous probe, which is never called twice at once. */
+async function untilResolved<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 20,
+): Promise<T | undefined> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (performance.now() >= deadline) return undefined;
+    await sleep(everyMs);
+  }
+}
+
 export async function waitUntil<T>(
   probe: () => T | undefined | false,
   timeoutMs: number,

@@ -12,7 +12,7 @@
  *
  * @module @leasehold/fence/etcd
  */
-import type { Leasehold } from '@leasehold/core';
+import type { FencedOp, Leasehold } from '@leasehold/core';
 import {
   fencedRequests,
   kvCall,
@@ -44,22 +44,12 @@ export interface EtcdFenceOptions {
   timeoutMs?: number;
 }
 
-/** A put or delete applied only if the token is accepted. */
-export type EtcdFencedOp =
-  | {
-      /** Put `value` at `key`. */
-      type: 'put';
-      /** The etcd key written: not the fence key, nor inside a lock or election queue. */
-      key: string;
-      /** The value; a string is written as UTF-8. */
-      value: string | Uint8Array;
-    }
-  | {
-      /** Delete `key`. */
-      type: 'delete';
-      /** The etcd key deleted: not the fence key, nor inside a lock or election queue. */
-      key: string;
-    };
+/**
+ * A put or delete applied only if the token is accepted: the same shape as a hold's
+ * `fencedWrite` ops, checked by the same rules. Its key is neither the fence key nor inside a
+ * lock or election queue.
+ */
+export type EtcdFencedOp = FencedOp;
 
 /** `{ resource, token }`, the ops to apply, and the module's options. */
 export interface FencedTxn extends Fence, EtcdFenceOptions {
