@@ -92,15 +92,49 @@ it('observe() reports every term and every state at its own revision while candi
     }
   });
 
-  let reads = 0;
-  const elections = (
-    observerClient as unknown as { elections: { candidates: (s: string) => unknown } }
-  ).elections;
-  const candidatesRead = elections.candidates.bind(elections);
-  elections.candidates = (segment: string) => {
-    reads++;
-    return candidatesRead(segment);
+  // Every read of the candidates after the first is a re-read: by whom it was asked tells a
+  // false alarm of the heal (a periodic read judged against the view: must never happen on a
+  // gap-free watch) from a stream the watch itself could not vouch for (unsure: replaced after a
+  // progress request went unanswered within the attempt deadline, as a loaded host can cause),
+  // after which states are reported as of the re-read's revision, as documented.
+  type Listener = {
+    events: (batch: unknown) => void;
+    unsure: () => void;
+    read: (kvs: unknown, readAt: bigint) => void;
   };
+  const elections = (
+    observerClient as unknown as {
+      elections: {
+        candidates: (s: string) => Promise<{ readAt: bigint }>;
+        watch: { subscribe: (range: string, from: bigint, l: Listener) => unknown };
+      };
+    }
+  ).elections;
+  let reads = 0;
+  const rereadsAt: bigint[] = [];
+  const candidatesRead = elections.candidates.bind(elections);
+  elections.candidates = async (segment: string) => {
+    const first = reads++ === 0;
+    const read = await candidatesRead(segment);
+    if (!first) rereadsAt.push(read.readAt);
+    return read;
+  };
+  let checkRereads = 0;
+  let unsureRereads = 0;
+  const counting =
+    <A extends unknown[]>(f: (...a: A) => void, count: () => void) =>
+    (...a: A) => {
+      const before = reads;
+      f(...a);
+      if (reads > before) count();
+    };
+  const subscribe = elections.watch.subscribe.bind(elections.watch);
+  elections.watch.subscribe = (range, from, l) =>
+    subscribe(range, from, {
+      events: counting(l.events, () => checkRereads++),
+      read: counting(l.read, () => checkRereads++),
+      unsure: counting(l.unsure, () => unsureRereads++),
+    });
   const seen: LeaderState[] = [];
   const states = observerClient.observe('e');
   const following = (async () => {
@@ -141,24 +175,40 @@ it('observe() reports every term and every state at its own revision while candi
   await following;
   await watcher.cancel();
 
-  const terms = (list: { key?: string; token?: bigint }[]) =>
-    new Set(list.map((s) => `${s.key}@${s.token}`));
-  const reported = terms(seen.map((s) => ({ key: s.leader?.key, token: s.leader?.token })));
-  const skippedTerms = [...terms(truth)].filter((t) => !reported.has(t));
+  const terms = (list: { key?: string; token?: bigint; revision: bigint }[]) =>
+    new Map(list.map((s) => [`${s.key}@${s.token}`, s.revision]));
+  const seenAt = seen.map((s) => ({ key: s.leader?.key, token: s.leader?.token, ...s }));
+  const reported = terms(seenAt);
+  // A term can go unreported only inside a re-read's blind spot: after the last state reported
+  // before the re-read's revision, up to it.
+  const blind = (revision: bigint) =>
+    rereadsAt.some(
+      (readAt) =>
+        revision <= readAt && !seen.some((s) => s.revision >= revision && s.revision < readAt),
+    );
+  const skippedTerms = [...terms(truth)]
+    .filter(([t, revision]) => !reported.has(t) && !blind(revision))
+    .map(([t]) => t);
   const truthAt = new Set(truth.map((s) => `${s.revision}:${s.key}:${s.value}`));
-  const offRevision = seen
-    .slice(1)
-    .filter((s) => !truthAt.has(`${s.revision}:${s.leader?.key}:${s.leader?.value}`));
-  if (skippedTerms.length > 0) {
+  // The true state as of a revision: the last change at or before it.
+  const truthAsOf = (revision: bigint) => truth.filter((t) => t.revision <= revision).at(-1);
+  const offRevision = seen.slice(1).filter((s) => {
+    if (truthAt.has(`${s.revision}:${s.leader?.key}:${s.leader?.value}`)) return false;
+    const asOf = truthAsOf(s.revision);
+    const fromReread = rereadsAt.includes(s.revision);
+    return !(fromReread && asOf?.key === s.leader?.key && asOf?.value === s.leader?.value);
+  });
+  if (skippedTerms.length > 0 || offRevision.length > 0) {
     const gaps = truth.filter((t) => skippedTerms.includes(`${t.key}@${t.token}`));
     console.log(
-      `[observe heal] skipped: ${JSON.stringify(gaps, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}; seen ${JSON.stringify(seen.slice(0, 4).map((x) => [String(x.revision), x.leader?.value]))}, truth ${JSON.stringify(truth.slice(0, 4).map((x) => [String(x.revision), x.value]))}, last seen ${String(seen.at(-1)?.revision)}, last truth ${String(truth.at(-1)?.revision)}`,
+      `[observe heal] skipped: ${JSON.stringify(gaps, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}; off: ${JSON.stringify(offRevision.map((x) => [String(x.revision), x.leader?.value, truthAsOf(x.revision)?.value]))}; re-reads at ${rereadsAt.join(',')}; seen ${JSON.stringify(seen.slice(0, 4).map((x) => [String(x.revision), x.leader?.value]))}, truth ${JSON.stringify(truth.slice(0, 4).map((x) => [String(x.revision), x.value]))}, last seen ${String(seen.at(-1)?.revision)}, last truth ${String(truth.at(-1)?.revision)}`,
     );
   }
   console.log(
-    `[observe heal] ${truth.length} states in etcd, ${seen.length} reported, ${reads - 1} re-reads, ${skippedTerms.length} terms never reported, ${offRevision.length} states at a revision where they did not happen`,
+    `[observe heal] ${truth.length} states in etcd, ${seen.length} reported, ${reads - 1} re-reads (${checkRereads} asked by the heal, ${unsureRereads} by an unsure watch), ${skippedTerms.length} terms never reported, ${offRevision.length} states at a revision where they did not happen`,
   );
-  expect({ skippedTerms, offRevision: offRevision.length }).toEqual({
+  expect({ checkRereads, skippedTerms, offRevision: offRevision.length }).toEqual({
+    checkRereads: 0,
     skippedTerms: [],
     offRevision: 0,
   });
