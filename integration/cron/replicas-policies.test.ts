@@ -199,8 +199,10 @@ describeWith(postgres, '@leasehold/cron replicas: overlap and misfire policies',
     once.kill('SIGSTOP');
     skip.kill('SIGSTOP');
     const stoppedAt = Date.now();
-    // Resumed 1 s into a period, after at least two fires came and went.
-    await delay(Math.max(0, stoppedAt + 4500 - Date.now()) + untilPhase(period, 1000));
+    // Resumed 1 s into a period, after at least two fires came and went: the phase is taken
+    // after the pause, so the woken replicas have a whole second before the next fire.
+    await delay(Math.max(0, stoppedAt + 4500 - Date.now()));
+    await delay(untilPhase(period, 1000));
     const resumedAt = Date.now();
     once.kill('SIGCONT');
     skip.kill('SIGCONT');

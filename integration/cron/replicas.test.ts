@@ -26,7 +26,7 @@ describeWith(postgres, '@leasehold/cron replicas', (url) => {
           schedule: '* * * * * *',
           // Claims alone decide who runs: with the default `overlap: 'skip'` a fire that comes
           // while the previous run's record is still being written (a loaded host) is skipped
-          // by design; that policy has a test of its own below.
+          // by design; that policy has a test of its own in replicas-policies.test.ts.
           options: { retentionSeconds: 120, overlap: 'allow' },
           runMs: 50,
         }),

@@ -308,6 +308,7 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       const ms = random.between(2_500, 4_000);
       start(member.slot, { ms });
       cluster.partition([[member], cluster.members.filter((m) => m !== member)]);
+      const cutAt = now();
       await sleep(ms);
       // The cut lasts until the majority leads itself: on a loaded host its election can outlast
       // the planned window, and a cut healed mid-election tests nothing. etcd's election takes
@@ -315,7 +316,7 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       const majority = cluster.members.filter((m) => m !== member);
       const leader = await untilResolved(() => cluster.leaderOf(majority), ELECTION_WAIT_MS);
       cluster.heal();
-      end(member.slot, { leader: leader?.slot ?? 'none' });
+      end(member.slot, { leader: leader?.slot ?? 'none', heldMs: Math.round(now() - cutAt) });
       return true;
     }
     case 'quorum-loss': {
@@ -369,7 +370,6 @@ async function pick(
   );
 }
 
-/** Polls `probe` every `everyMs` (5) until it returns a value or `timeoutMs` passes. */
 /** `waitUntil` for an asynchronous probe, which is never called twice at once. */
 async function untilResolved<T>(
   probe: () => Promise<T | undefined>,
@@ -385,6 +385,7 @@ async function untilResolved<T>(
   }
 }
 
+/** Polls `probe` every `everyMs` (5) until it returns a value or `timeoutMs` passes. */
 export async function waitUntil<T>(
   probe: () => T | undefined | false,
   timeoutMs: number,

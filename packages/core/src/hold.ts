@@ -15,7 +15,10 @@ export type FencedOp =
   | {
       /** Put `value` at `key`. */
       type: 'put';
-      /** The etcd key written. */
+      /**
+       * The etcd key written: not inside a lock or election queue (a lease-less key there would
+       * wedge it), nor named twice in one write.
+       */
       key: string;
       /** The value; a string is written as UTF-8. */
       value: string | Uint8Array;
@@ -23,7 +26,7 @@ export type FencedOp =
   | {
       /** Delete `key`. */
       type: 'delete';
-      /** The etcd key deleted. */
+      /** The etcd key deleted: not inside a lock or election queue, nor named twice. */
       key: string;
     };
 
