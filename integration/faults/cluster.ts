@@ -114,6 +114,16 @@ export class FaultCluster implements AsyncDisposable {
     return index >= 0 ? group[index] : undefined;
   }
 
+  /** What each member names as leader (its slot, '?' if unknown to us, '-' if none or no answer). */
+  async named(): Promise<Record<string, string>> {
+    const all = await Promise.all(this.members.map((m) => memberStatus(m.clientUrl)));
+    const slotOf = (id: string) =>
+      this.members[all.findIndex((s) => s?.member === id)]?.slot ?? '?';
+    return Object.fromEntries(
+      this.members.map((m, i) => [m.slot, all[i] ? slotOf(all[i].leader) : '-']),
+    );
+  }
+
   /** A running member that does not lead (with one member: that member). */
   async follower(random: () => number): Promise<FaultMember> {
     const leader = await this.leader();

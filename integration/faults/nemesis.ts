@@ -315,8 +315,14 @@ export async function inject(ctl: NemesisControl, kind: FaultKind): Promise<bool
       // 1-2 election timeouts, more after a split vote; past ELECTION_WAIT_MS it counts as failed.
       const majority = cluster.members.filter((m) => m !== member);
       const leader = await untilResolved(() => cluster.leaderOf(majority), ELECTION_WAIT_MS);
+      // Without one, what each member believed, for whoever reads the history.
+      const named = leader ? undefined : await cluster.named();
       cluster.heal();
-      end(member.slot, { leader: leader?.slot ?? 'none', heldMs: Math.round(now() - cutAt) });
+      end(member.slot, {
+        leader: leader?.slot ?? 'none',
+        heldMs: Math.round(now() - cutAt),
+        ...(named && { named }),
+      });
       return true;
     }
     case 'quorum-loss': {

@@ -51,6 +51,7 @@ describe('peer network', () => {
   let network: PeerNetwork;
   let a: ReturnType<typeof dialler>;
   let c: ReturnType<typeof dialler>;
+  let stranger: ReturnType<typeof dialler>;
 
   beforeAll(async () => {
     echo = createServer((socket) => socket.on('data', (d) => socket.write(d)));
@@ -68,12 +69,14 @@ describe('peer network', () => {
     );
     a = dialler(bPort);
     c = dialler(bPort);
+    stranger = dialler(bPort); // a process that is no member
     pids.set('a', a.pid);
     pids.set('c', c.pid);
   });
   afterAll(async () => {
     a.kill();
     c.kill();
+    stranger.kill();
     await network.close();
     echo.close();
   });
@@ -86,5 +89,13 @@ describe('peer network', () => {
     expect([await a.dial(), await c.dial()]).toEqual(['cut', 'ok']);
     network.heal();
     expect([await a.dial(), await c.dial()]).toEqual(['ok', 'ok']);
+  });
+
+  it('refuses a dialler it cannot name while a cut stands, and lets it through once healed', async () => {
+    expect(await stranger.dial()).toBe('ok');
+    network.partition([['a'], ['b', 'c']]);
+    expect(await stranger.dial()).toBe('cut');
+    network.heal();
+    expect(await stranger.dial()).toBe('ok');
   });
 });

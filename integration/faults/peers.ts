@@ -5,7 +5,8 @@
  * A connection is attributed to the member that dialled it by the socket's owner (the kernel's
  * table of TCP sockets and each member's file descriptors), so a cut between two members refuses
  * and resets exactly their connections, in both directions, while clients still reach every
- * member. A partition that heals lets new connections through; etcd redials on its own.
+ * member; while a cut stands, a connection whose dialler cannot be named is refused too. A
+ * partition that heals lets new connections through; etcd redials on its own.
  */
 import { readFile, readdir, readlink } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
@@ -91,8 +92,14 @@ export class PeerNetwork {
     this.#servers.clear();
   }
 
+  /**
+   * Whether a connection from `from` to `to` is refused. While a cut stands, so is one whose
+   * dialler could not be named (it may be a cut member; on a loaded host /proc can lag): a cut
+   * that leaks is no cut, and a refused member just redials.
+   */
   #blocked(from: string | undefined, to: string): boolean {
-    return from !== undefined && from !== to && this.#cut.has(pair(from, to));
+    if (from === undefined) return this.#cut.size > 0;
+    return from !== to && this.#cut.has(pair(from, to));
   }
 
   async #accept(route: PeerRoute, client: Socket, links: Set<Link>): Promise<void> {
