@@ -126,7 +126,7 @@ describe('observe: one revision, one state; reads heal it', () => {
   });
 
   it("a view that went wrong (events it never got) is healed by the watch's periodic read", async () => {
-    const { take, store, watch } = setup();
+    const { take, store, watch, clock } = setup();
     await take();
     watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
     watch.emit(store.put('E/e/b', { lease: 2, value: 'b' }));
@@ -134,10 +134,33 @@ describe('observe: one revision, one state; reads heal it', () => {
     store.delete('E/e/a'); // never delivered
     watch.read(store); // one read that disagrees may be ahead of events on their way
     expect(await take()).toEqual([]);
+    clock.advance(1_000); // an attempt's deadline, in which a live stream delivers what it has
     watch.read(store); // a second, with no event in between: the view went wrong
     expect(await take()).toEqual([['b', 4n]]);
     watch.read(store); // agrees now: nothing more
     expect(await take()).toEqual([]);
+  });
+
+  it('two reads that disagree within one attempt deadline prove nothing: a slow stream drops no state', async () => {
+    const { take, store, watch, clock } = setup();
+    await take();
+    watch.emit(store.put('E/e/a', { lease: 1, value: 'a' }));
+    expect(await take()).toEqual([['a', 2n]]);
+    // b's term is on its way down a stream that is slow (a loaded host), not broken.
+    const events = [
+      store.put('E/e/b', { lease: 2, value: 'b' }),
+      store.delete('E/e/a'),
+      store.put('E/e/b', { lease: 2, value: 'b2' }),
+    ];
+    watch.read(store);
+    clock.advance(999);
+    watch.read(store); // the view has not moved, but the stream had less than a deadline
+    for (const e of events) watch.emit(e);
+    watch.emit(store.put('E/e/c', { lease: 3, value: 'c' }));
+    expect(await take()).toEqual([
+      ['b', 4n],
+      ['b2', 5n],
+    ]);
   });
 
   it('a read that disagrees only because events are still on their way drops no state', async () => {

@@ -84,7 +84,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
    * A watch read that named another leader than the view: `leader` (key and create revision) as
    * of `readAt`, with `#applied` at the time. Judged once the view reaches `readAt` exactly.
    */
-  #suspect: { readAt: bigint; leader: string | undefined; applied: number } | undefined;
+  #suspect: { readAt: bigint; leader: string | undefined; applied: number; at: number } | undefined;
   #stop = () => {};
 
   private constructor(
@@ -225,8 +225,9 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
    * The watch's periodic read of the prefix (keys only). It is a separate call, so it often
    * arrives before events it already reflects: a different leader in it proves nothing yet. It
    * is judged when the view reaches its revision exactly (just before the first event after it
-   * is applied), and if no event comes, by the next read: two reads that disagree with a view
-   * that did not move in between mean the view went wrong (events it never got). Only then is
+   * is applied), and if no event comes, by a later read: two reads at least one attempt deadline
+   * apart that disagree with a view that did not move in between mean the view went wrong
+   * (events it never got). Only then is
    * the election read again, so no state the watch delivers is ever dropped for a false alarm.
    */
   #check(kvs: IKeyValue[], readAt: bigint): void {
@@ -240,9 +241,14 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     }
     const earlier = this.#suspect;
     if (earlier && earlier.applied === this.#applied && earlier.leader === theirs) {
-      return this.#readAgain();
+      // A stream that is only slow (a loaded host) also leaves the view still: it convicts only
+      // after a whole attempt deadline, in which a live stream answers (or is replaced).
+      if (this.clock.now() - earlier.at >= this.queue.etcd.attemptTimeoutMs) {
+        return this.#readAgain();
+      }
+      return;
     }
-    this.#suspect = { readAt, leader: theirs, applied: this.#applied };
+    this.#suspect = { readAt, leader: theirs, applied: this.#applied, at: this.clock.now() };
   }
 
   /** One revision's events: applied together, then reported once. */
