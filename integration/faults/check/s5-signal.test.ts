@@ -96,6 +96,16 @@ describe('S5: the SDK tells a holder of its loss in time', () => {
       .fault('revoke-lease', 'w1', 200, 215, { token: '5', sentAt: 201, ackAt: 211 })
       .lost('w1', 5, 270, { deadlineAt: 1500, detail: 'deleted' });
     expect(check(slow)).toEqual([]);
+    // The runner's proxy and the holder both relay the news: each may be late by a resolution
+    // (40 ms) without a lag line, so 80 ms after the round trip is still on time, 81 ms is not.
+    const relayed = (lostAt: number) =>
+      new HistoryBuilder()
+        .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })
+        .rtt('w1', 150, 9)
+        .fault('revoke-lease', 'w1', 200, 215, { token: '5', sentAt: 201, ackAt: 211 })
+        .lost('w1', 5, lostAt, { deadlineAt: 1500, detail: 'deleted' });
+    expect(check(relayed(211 + 9 + 80))).toEqual([]);
+    expect(check(relayed(211 + 9 + 81))).toMatchObject([{ kind: 'late-deletion-signal' }]);
     // A signal that never came is as late as the history is long.
     const never = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })

@@ -15,7 +15,8 @@ import type { Violation } from './types.js';
  * - `late-deletion-signal`: the key was deleted or the lease revoked on the server (a fault, timed
  *   by the nemesis), and the holder still believed after the acknowledgement + one round trip of
  *   its own to etcd (as it measured it then), once the runner (its proxies) and the holder could
- *   run (+ resolution).
+ *   run (+ a resolution for each of the two: both relay the news, and either may be late by less
+ *   than a tick without a lag line to show it).
  * - `believed-after-deletion`: the same for any deletion of the hold's key etcd made while the
  *   holder still believed (the observer's watch: a lease that expired, a stray delete), timed by
  *   when the runner heard of it. A holder cut off from etcd meets it through its own deadline,
@@ -107,7 +108,7 @@ function deletionSignal(context: CheckContext, hold: Hold): Violation | undefine
     at: by,
     process: hold.process,
     token: hold.token,
-    message: `${deletion.fault.fault} ${deletion.fault.id} removed the key of ${what(hold)}; it ${how} ${Math.round(hold.end - ackAt)} ms after the deletion was acknowledged (allowed ${Math.round(by - ackAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms)`,
+    message: `${deletion.fault.fault} ${deletion.fault.id} removed the key of ${what(hold)}; it ${how} ${Math.round(hold.end - ackAt)} ms after the deletion was acknowledged (allowed ${Math.round(by - ackAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms for each)`,
   };
 }
 
@@ -127,6 +128,6 @@ function serverDeletion(context: CheckContext, hold: Hold): Violation | undefine
     at: by,
     process: hold.process,
     token: hold.token,
-    message: `etcd deleted the key of ${what(hold)} (${hold.key}); it still believed ${Math.round(hold.end - deletedAt)} ms after the runner heard of it (allowed ${Math.round(by - deletedAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms)`,
+    message: `etcd deleted the key of ${what(hold)} (${hold.key}); it still believed ${Math.round(hold.end - deletedAt)} ms after the runner heard of it (allowed ${Math.round(by - deletedAt)} ms: its round trip of ${Math.round(rttMs)} ms, then until the runner and it could run, + ${context.resolutionMs} ms for each)`,
   };
 }

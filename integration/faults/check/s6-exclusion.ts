@@ -50,7 +50,7 @@ export function checkExclusion(context: CheckContext): Violation[] {
           message:
             `${earlier.process} (token ${earlier.token}) and ${later.process} (token ${later.token}) ` +
             `both believed they held ${later.kind} "${later.name}" for ${Math.round(overlapMs)} ms ` +
-            `(allowed ${Math.round(allowed)} ms: until ${earlier.process} could run + ${context.resolutionMs} ms` +
+            `(allowed ${Math.round(allowed)} ms: until the runner and ${earlier.process} could run + ${context.resolutionMs} ms for each` +
             `${deletionOf(context, earlier) ? ', after the deletion’s round trip' : ''})`,
         });
       }
