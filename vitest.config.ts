@@ -5,11 +5,11 @@ export default defineConfig({
     reporters: ['default', ['json', { outputFile: '.vitest-results.json' }]],
     // Most integration time is spent waiting on etcd timers (TTLs, election timeouts, cron's
     // second-granular fires), not on CPU: with two files at once this 2-core host sits 60-70%
-    // idle. Four at once halved the wall time, but a fresh-clone run then failed one or two of
-    // its 2,310 tests in three runs out of four (a fault checker's 40 ms slack, a slow watch
-    // stream read as a broken one), each a bound taken from a quiet machine; until every such
-    // bound is derived from what it depends on, two files at once.
-    maxWorkers: 2,
+    // idle. Three at once ran a fresh clone's CI in 470 s against 885 s for two, as fast as
+    // four (483-512 s) with less load on two cores; the failures four at once showed (a fault
+    // checker's slack, a slow watch stream read as a broken one, a member cut that leaked) are
+    // fixed at their cause.
+    maxWorkers: 3,
     projects: [
       {
         test: {

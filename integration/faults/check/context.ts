@@ -102,10 +102,11 @@ export function uncovered(from: number, to: number, stretches: [number, number][
 }
 
 /**
- * When `process` can first act on news that etcd sent at `t`: the runner (whose proxies carry
- * every worker's connection) must be free to pass it on, then the process to run. Each of the two
- * may be late by up to a resolution that no lag line shows (a loaded host delays both without a
- * whole tick missed), so the runner's hop adds one here and the caller adds the holder's.
+ * When `process` can first act on news due at the runner by `t` (callers pass an acknowledgement
+ * + the holder's round trip): the runner (whose proxies carry every worker's connection) must be
+ * free to pass it on, then the process to run. Each of the two may be late by up to a resolution
+ * that no lag line shows (a stall just under two ticks leaves a ticker less than a period late),
+ * so the runner's is added here; the caller adds the holder's.
  */
 export function newsReaches(context: CheckContext, process: string, t: number): number {
   return context.freeAfter(process, context.freeAfter('runner', t) + context.resolutionMs);

@@ -94,7 +94,7 @@ describe('S5: the SDK tells a holder of its loss in time', () => {
       .rtt('w1', 100, 50)
       .rtt('w1', 150, 9)
       .fault('revoke-lease', 'w1', 200, 215, { token: '5', sentAt: 201, ackAt: 211 })
-      .lost('w1', 5, 270, { deadlineAt: 1500, detail: 'deleted' });
+      .lost('w1', 5, 330, { deadlineAt: 1500, detail: 'deleted' });
     expect(check(slow)).toEqual([]);
     // The runner's proxy and the holder both relay the news: each may be late by a resolution
     // (40 ms) without a lag line, so 80 ms after the round trip is still on time, 81 ms is not.
@@ -106,6 +106,11 @@ describe('S5: the SDK tells a holder of its loss in time', () => {
         .lost('w1', 5, lostAt, { deadlineAt: 1500, detail: 'deleted' });
     expect(check(relayed(211 + 9 + 80))).toEqual([]);
     expect(check(relayed(211 + 9 + 81))).toMatchObject([{ kind: 'late-deletion-signal' }]);
+    // The holder's own measured lag counts from when the runner could pass the news on (its
+    // resolution included), not from the round trip: blocked until 330, it has until 370.
+    const blocked = (lostAt: number) => relayed(lostAt).lag('w1', 330, 40);
+    expect(check(blocked(370))).toEqual([]);
+    expect(check(blocked(371))).toMatchObject([{ kind: 'late-deletion-signal' }]);
     // A signal that never came is as late as the history is long.
     const never = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 1500 })

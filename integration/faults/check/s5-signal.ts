@@ -15,8 +15,8 @@ import type { Violation } from './types.js';
  * - `late-deletion-signal`: the key was deleted or the lease revoked on the server (a fault, timed
  *   by the nemesis), and the holder still believed after the acknowledgement + one round trip of
  *   its own to etcd (as it measured it then), once the runner (its proxies) and the holder could
- *   run (+ a resolution for each of the two: both relay the news, and either may be late by less
- *   than a tick without a lag line to show it).
+ *   run (+ a resolution for each of the two: both relay the news, and a stall just under two
+ *   ticks leaves a ticker less than a period late, so no lag line shows it).
  * - `believed-after-deletion`: the same for any deletion of the hold's key etcd made while the
  *   holder still believed (the observer's watch: a lease that expired, a stray delete), timed by
  *   when the runner heard of it. A holder cut off from etcd meets it through its own deadline,

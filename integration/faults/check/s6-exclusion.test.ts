@@ -60,7 +60,8 @@ describe('S6: no two processes believe at once', () => {
       .rtt('w1', 400, 30)
       .fault('delete-key', 'w1', 500, 540, { token: '5', sentAt: 500, ackAt: 530 })
       .acquire('w2', 'L', 7, 520, { deadlineMs: 2000 })
-      .lost('w1', 5, 560, { deadlineAt: 2000, detail: 'deleted' });
+      .lost('w1', 5, 630, { deadlineAt: 2000, detail: 'deleted' });
+    // On time only with its round trip: 530 + 30, + 40 ms for the runner and for w1.
     expect(check(b)).toEqual([]);
     const late = new HistoryBuilder()
       .acquire('w1', 'L', 5, 0, { deadlineMs: 2000 })

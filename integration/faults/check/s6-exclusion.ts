@@ -18,8 +18,9 @@ import type { Violation } from './types.js';
  * after the earlier holder's local deadline (etcd never expires a lease early), or by a
  * deletion the earlier holder hears of on its watch. So the earlier belief may outlast the later
  * grant only until the earlier process could run again (its loop, and the runner's, whose
- * proxies carry the watch, may have been blocked: measured lag), plus the lag's resolution, and,
- * after a deletion fault, that deletion's measured round trip.
+ * proxies carry the watch, may have been blocked: measured lag), plus a resolution for each of
+ * the two and how overdue the earlier one's ticker was when it signalled, and, after a deletion
+ * fault, that deletion's measured round trip.
  */
 export function checkExclusion(context: CheckContext): Violation[] {
   const groups = new Map<string, Hold[]>();
@@ -50,7 +51,7 @@ export function checkExclusion(context: CheckContext): Violation[] {
           message:
             `${earlier.process} (token ${earlier.token}) and ${later.process} (token ${later.token}) ` +
             `both believed they held ${later.kind} "${later.name}" for ${Math.round(overlapMs)} ms ` +
-            `(allowed ${Math.round(allowed)} ms: until the runner and ${earlier.process} could run + ${context.resolutionMs} ms for each` +
+            `(allowed ${Math.round(allowed)} ms: until the runner and ${earlier.process} could run + ${context.resolutionMs} ms for each, + its ticker's lag then` +
             `${deletionOf(context, earlier) ? ', after the deletion’s round trip' : ''})`,
         });
       }

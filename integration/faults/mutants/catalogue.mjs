@@ -8,18 +8,19 @@ export const MUTANTS = [
   {
     id: 'signal-never',
     bug: "a lock's / leadership's loss signal never fires",
-    file: 'packages/core/src/hold.ts',
-    edits: [['if (this.#latch.trip(reason)) this.#lost.trip(reason);', 'void reason;']],
+    file: 'packages/core/src/queue.ts',
+    // The entry still ends inside the queue; its hold, signal, reads and onLost never learn.
+    edits: [['this.#end.trip(this.lostError(reason, this, cause));', 'void [reason, cause];']],
     runs: ['lock-partition', 'lock-pause'],
   },
   {
     id: 'signal-late-2s',
     bug: 'the loss signal fires 2 s late',
-    file: 'packages/core/src/hold.ts',
+    file: 'packages/core/src/queue.ts',
     edits: [
       [
-        'if (this.#latch.trip(reason)) this.#lost.trip(reason);',
-        'setTimeout(() => this.#latch.trip(reason) && this.#lost.trip(reason), 2_000);',
+        'this.#end.trip(this.lostError(reason, this, cause));',
+        'setTimeout(() => this.#end.trip(this.lostError(reason, this, cause)), 2_000);',
       ],
     ],
     runs: ['lock-partition', 'lock-revoke'],
@@ -88,6 +89,18 @@ export const MUTANTS = [
       ['due.filter((t) => nowMs - t <= lateToleranceMs)', 'due.filter((t) => nowMs - t <= 0)'],
     ],
     runs: ['cron'],
+  },
+  {
+    id: 'watch-delete-ignored',
+    bug: "a hold ignores its key's deletion on the watch (it learns at the next re-read or keepalive)",
+    file: 'packages/core/src/queue.ts',
+    edits: [
+      [
+        "if (kind === 'delete') return this.#lose(this.#gone());",
+        "if (kind === 'delete') continue;",
+      ],
+    ],
+    runs: ['lock-revoke'],
   },
   {
     id: 'fence-ack-unwritten',
