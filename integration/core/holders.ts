@@ -2,7 +2,15 @@
  * What the semaphore and read/write lock process tests share: permit-worker processes writing
  * through @leasehold/fence to a PostgreSQL schema of the suite's own, key prefixes whose leases
  * are revoked after each test (killed workers leave keys behind), and the evidence the checks
- * read: PostgreSQL's log and the processes' hold intervals.
+ * read: PostgreSQL's log, its occupancy counts and the processes' hold intervals.
+ *
+ * Exclusion is judged by the occupancy counts, not by comparing the processes' clocks: a worker
+ * counts itself in (one PostgreSQL update) after its hold is granted and out before it releases,
+ * so a correct lock orders every count-out before the next holder's count-in through etcd
+ * (release → deletion → the waiter's watch → grant), and PostgreSQL's row lock orders the counts.
+ * Wall-clock stamps of different processes (`performance.timeOrigin + performance.now()`) are
+ * only as comparable as each process's sample of the wall clock at start-up; counts in one
+ * database need no clock at all.
  */
 import { fileURLToPath } from 'node:url';
 import { fenceTableDDL } from '@leasehold/fence/postgres';
@@ -14,21 +22,15 @@ import { ownSchema } from '../fence/stores.js';
 const script = fileURLToPath(new URL('./workers/permit-worker.mjs', import.meta.url));
 const FENCE_TABLE = 'hold_fence';
 const LOG_TABLE = 'hold_log';
+const OCCUPANCY_TABLE = 'hold_occupancy';
 
 /** Wall-clock ms, as the workers stamp their events. */
 export const now = () => performance.timeOrigin + performance.now();
 
-/** The most intervals `[from, to]` that overlap at one moment (an end comes before a start). */
-export function maxOverlap(intervals: readonly { from: number; to: number }[]): number {
-  const points = intervals.flatMap((i) => [
-    { at: i.from, d: 1 },
-    { at: i.to, d: -1 },
-  ]);
-  points.sort((a, b) => a.at - b.at || a.d - b.d);
-  let open = 0;
-  let most = 0;
-  for (const p of points) most = Math.max(most, (open += p.d));
-  return most;
+/** How many holders a worker counted on its resource, itself included, as it counted itself in. */
+export interface Occupancy {
+  readonly readers: number;
+  readonly writers: number;
 }
 
 /** Sets up a suite's schema and clean-up (call inside `describe`); returns its helpers. */
@@ -43,6 +45,9 @@ export function holderSuite(url: string, label: string) {
     await db.query(
       `CREATE TABLE "${schema.name}"."${LOG_TABLE}" (id bigserial PRIMARY KEY, resource text NOT NULL, worker text NOT NULL, token int8 NOT NULL, note text NOT NULL, at_ms int8 NOT NULL)`,
     );
+    await db.query(
+      `CREATE TABLE "${schema.name}"."${OCCUPANCY_TABLE}" (resource text PRIMARY KEY, readers int NOT NULL DEFAULT 0, writers int NOT NULL DEFAULT 0)`,
+    );
   });
   const prefixes: string[] = [];
   afterEach(async () => {
@@ -53,7 +58,12 @@ export function holderSuite(url: string, label: string) {
       await admin.delete().prefix(prefix);
     }
   });
-  const env = { FENCE_PG_URL: schema.url, FENCE_TABLE, FENCE_LOG_TABLE: LOG_TABLE };
+  const env = {
+    FENCE_PG_URL: schema.url,
+    FENCE_TABLE,
+    FENCE_LOG_TABLE: LOG_TABLE,
+    OCCUPANCY_TABLE,
+  };
   return {
     admin,
     /** A key prefix of the test's own, cleaned up after it. */

@@ -1,20 +1,20 @@
 /**
  * Read/write locks between real processes, against the run's etcd. Writers write through
  * @leasehold/fence to PostgreSQL (resource: the lock's name, the writer's token); readers only
- * hold. Exclusion is checked on the processes' own clocks (wall-clock ms, one host): a writer's
- * hold overlaps no other hold, readers' holds overlap each other.
+ * hold. Exclusion is checked by the holders' counts in PostgreSQL (see holders.ts): a writer
+ * counts itself in alone, readers count themselves in beside other readers.
  */
 import { defaults } from '@leasehold/core';
 import { expect, it } from 'vitest';
 import { waitFor } from '../setup/etcd.js';
 import type { Msg } from '../setup/worker-process.js';
 import { describeWith, findPostgres } from '../fence/stores.js';
-import { holderSuite, maxOverlap } from './holders.js';
+import { holderSuite, type Occupancy } from './holders.js';
 
 const postgres = await findPostgres();
 
-/** A hold as a worker reported it. */
-const interval = (h: Msg) => ({ from: h.acquiredAt as number, to: h.releasedAt as number });
+/** What a hold counted on its resource as it counted itself in. */
+const occupancy = (h: Msg) => h.occupancy as Occupancy;
 
 describeWith(postgres, 'read/write locks between processes', (url) => {
   const { lockPrefix, worker, logOf, keysOf } = holderSuite(url, 'rwlock');
@@ -36,16 +36,20 @@ describeWith(postgres, 'read/write locks between processes', (url) => {
     const holds = procs.flatMap((p) => p.all('held'));
     const writes = holds.filter((h) => h.mode === 'write');
     const reads = holds.filter((h) => h.mode === 'read');
-    const overlapping = (w: Msg) =>
-      holds.filter(
-        (h) => h !== w && interval(h).from < interval(w).to && interval(w).from < interval(h).to,
-      );
-    const readersAtOnce = maxOverlap(reads.map(interval));
+    const readersAtOnce = Math.max(...reads.map((h) => occupancy(h).readers));
+    const crowdedWrites = writes.filter((w) => occupancy(w).readers + occupancy(w).writers > 1);
     console.log(
-      `[rwlock] ${holds.length} holds (${writes.length} writes, ${reads.length} reads) by 12 contenders in 4 processes: up to ${readersAtOnce} readers at once; holds overlapping a writer's: ${writes.reduce((n, w) => n + overlapping(w).length, 0)}`,
+      `[rwlock] ${holds.length} holds (${writes.length} writes, ${reads.length} reads) by 12 contenders in 4 processes: up to ${readersAtOnce} readers at once; writers that found company: ${crowdedWrites.length}`,
     );
     expect(holds).toHaveLength(4 * 3 * rounds);
-    for (const w of writes) expect(overlapping(w), `holds during ${w.key as string}`).toEqual([]);
+    for (const w of writes) {
+      expect(occupancy(w), `others in during ${w.key as string}`).toEqual({
+        readers: 0,
+        writers: 1,
+      });
+    }
+    for (const r of reads)
+      expect(occupancy(r).writers, `a writer in with ${r.key as string}`).toBe(0);
     expect(readersAtOnce).toBeGreaterThan(1);
     for (const h of holds) expect(h).toMatchObject({ heldThroughout: true, written: true });
     // The writers' fenced writes, in PostgreSQL's commit order, carry growing tokens.

@@ -8,7 +8,9 @@
 //
 // Fenced writes go to PostgreSQL through @leasehold/fence's withFence: one row per write in
 // $FENCE_LOG_TABLE, fenced per resource in $FENCE_TABLE, at $FENCE_PG_URL. A permit writes to
-// the resource `${name}#${slot}`, a read/write hold to `name`.
+// the resource `${name}#${slot}`, a read/write hold to `name`. Contenders also count themselves
+// in and out of $OCCUPANCY_TABLE (readers / writers per name; a permit counts as a writer of its
+// name), the exclusion evidence that needs no clock.
 import { createInterface } from 'node:readline';
 import { connect } from '@leasehold/core';
 import { isStaleTokenError } from '@leasehold/fence';
@@ -16,7 +18,13 @@ import { withFence } from '@leasehold/fence/postgres';
 import pg from 'pg';
 
 const [endpoints, lockPrefix, ttl] = process.argv.slice(2);
-const { NAME = 'worker', FENCE_PG_URL, FENCE_TABLE, FENCE_LOG_TABLE } = process.env;
+const {
+  NAME = 'worker',
+  FENCE_PG_URL,
+  FENCE_TABLE,
+  FENCE_LOG_TABLE,
+  OCCUPANCY_TABLE,
+} = process.env;
 if (!endpoints || !lockPrefix || !ttl) {
   console.error('usage: permit-worker.mjs <endpoints> <lockPrefix> <ttlSeconds>');
   process.exit(2);
@@ -39,6 +47,19 @@ const holds = new Map();
 const pending = new Map();
 
 const resourceOf = (hold) => ('slot' in hold ? `${hold.name}#${hold.slot}` : hold.name);
+
+/** Counts this hold in (+1) or out (-1) of its name's occupancy; the counts after the update. */
+async function occupy(name, mode, by) {
+  if (!pool || !OCCUPANCY_TABLE) return undefined;
+  const column = mode === 'read' ? 'readers' : 'writers';
+  const { rows } = await pool.query(
+    `INSERT INTO "${OCCUPANCY_TABLE}" (resource, ${column}) VALUES ($1, $2)
+     ON CONFLICT (resource) DO UPDATE SET ${column} = "${OCCUPANCY_TABLE}".${column} + $2
+     RETURNING readers, writers`,
+    [name, by],
+  );
+  return rows[0];
+}
 
 async function fencedWrite(hold, note) {
   const at = now();
@@ -131,8 +152,8 @@ const handlers = {
     holds.delete(id);
     return { calledAt, at: now() };
   },
-  // Contention: `contenders` loops, each `rounds` times: acquire, write through the fence, hold
-  // `holdMs`, stamp, release. Each hold is reported as it ends.
+  // Contention: `contenders` loops, each `rounds` times: acquire, count in, write through the
+  // fence, hold `holdMs`, stamp, count out, release. Each hold is reported as it ends.
   async contend({ mode, modes, name, permits, contenders, rounds, holdMs }) {
     const one = async (c) => {
       for (let i = 0; i < rounds; i++) {
@@ -142,12 +163,14 @@ const handlers = {
           value: `${NAME}:${c}:${i}`,
         });
         const acquiredAt = now();
+        const occupancy = await occupy(name, m, 1);
         // Readers share the resource: only permits (per slot) and writers fence it.
         const writes = pool && m !== 'read';
         const written = writes ? await fencedWrite(hold, `${c}:${i}`) : { ok: true };
         await sleep(holdMs);
         const releasedAt = now();
         const heldThroughout = hold.isHeld;
+        await occupy(name, m, -1);
         await hold.release();
         send({
           event: 'held',
@@ -155,6 +178,7 @@ const handlers = {
           contender: `${NAME}:${c}`,
           acquiredAt,
           releasedAt,
+          occupancy,
           heldThroughout,
           written: written.ok,
           ...shape(hold),
