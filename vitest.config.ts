@@ -1,4 +1,35 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Files that wait out TTLs, record retention or a fault schedule for a minute or more (the
+ * slowest first, as measured on a fresh clone's CI). A fresh clone has no durations cache, so
+ * vitest orders by file size and the 2-minute fault smoke started last, 85 s after every other
+ * file had ended; started first, no long file begins when the rest are nearly done.
+ */
+const LONG_FILES = [
+  'integration/faults/combined.test.ts',
+  'integration/cron/replicas.test.ts',
+  'integration/cron/skew.test.ts',
+  'integration/cron/skew-retry.test.ts',
+  'integration/core/cluster-failover.test.ts',
+  'integration/faults/network.test.ts',
+  'integration/cron/replicas-policies.test.ts',
+];
+
+class LongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONG_FILES.findIndex((name) => f.moduleId.endsWith(name));
+      return i < 0 ? LONG_FILES.length : i;
+    };
+    const sorted = await super.sort(files);
+    return sorted
+      .map((file, i) => ({ file, i, rank: rank(file) }))
+      .sort((a, b) => a.rank - b.rank || a.i - b.i)
+      .map((x) => x.file);
+  }
+}
 
 export default defineConfig({
   test: {
@@ -10,6 +41,7 @@ export default defineConfig({
     // checker's slack, a slow watch stream read as a broken one, a member cut that leaked) are
     // fixed at their cause.
     maxWorkers: 3,
+    sequence: { sequencer: LongFilesFirst },
     projects: [
       {
         test: {

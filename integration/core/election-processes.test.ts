@@ -7,7 +7,7 @@
  * reads the same clock, so times from different processes compare.
  */
 import { fileURLToPath } from 'node:url';
-import { connect, type LeaderState } from '@leasehold/core';
+import { connect, defaults, type LeaderState } from '@leasehold/core';
 import { fenceTableDDL } from '@leasehold/fence/postgres';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { etcdClient, sharedEndpoints, uniquePrefix, waitFor } from '../setup/etcd.js';
@@ -423,7 +423,9 @@ describeWith(postgres, 'elections between processes', (url) => {
       `[resume] the restarted leader was leader again ${((resumed.at as number) - asked).toFixed(0)} ms after campaigning`,
     );
     expect(resumed).toMatchObject({ token: led.token, key: led.key, leaseId });
-    expect((resumed.at as number) - asked).toBeLessThan(2_000);
+    // At once: well before the lease's 30 s TTL, within the deadlines of the calls a campaign
+    // makes (the join and the read of the queue).
+    expect((resumed.at as number) - asked).toBeLessThan(2 * defaults.callTimeoutMs);
     expect(waiting.settled).toBe(false);
     expect(await keysUnder(prefix)).toEqual(keysBefore);
     expect(await client.leader(election)).toMatchObject({ key: led.key, value: 'a' });

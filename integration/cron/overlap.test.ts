@@ -4,12 +4,15 @@
  * leave that marker behind for good), and `overlap: 'replace'`, where a fire aborts the run going
  * on and the replaced run's fenced writes are refused.
  */
+import { defaults } from '@leasehold/core';
 import { isRunReplacedError, type RunContext, type SkippedEvent } from '@leasehold/cron';
 import { isStaleTokenError } from '@leasehold/fence';
 import { etcdStore } from '@leasehold/fence/etcd';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../setup/etcd.js';
+import { monitorLoopLag } from '../setup/lag.js';
+import { limits } from '../../packages/cron/src/options.js';
 import { inProcess } from './in-process.js';
 
 const cron = inProcess();
@@ -111,6 +114,7 @@ describe("overlap 'replace'", () => {
       refusedAfter?: number;
     }
     const runs: Run[] = [];
+    using lag = monitorLoopLag();
     // Each run writes to one fenced resource for the whole job every 100 ms for 3 s (longer
     // than the period), ignoring its signal: only the fence stops the writes of a replaced run.
     const job =
@@ -161,9 +165,14 @@ describe("overlap 'replace'", () => {
       const [old, next] = [byToken[i]!, byToken[i + 1]!];
       if (old.reason === undefined) continue;
       expect(isRunReplacedError(old.reason), (old.reason as Error).message).toBe(true);
-      // On the same replica at once; from another at its next check of the marker (every
-      // second) plus one read.
-      const boundMs = old.replica === next.replica ? 500 : 1_000 + 1_000;
+      // On the same replica at once (the new run's start and the abort are one turn of the
+      // loop apart); from another at its next check of the marker plus one read attempt. Both
+      // replicas share this process's loop, so its worst lag can delay either side; each
+      // Date.now() stamp is whole ms.
+      const boundMs =
+        (old.replica === next.replica ? 0 : limits.replaceCheckMs + defaults.attemptTimeoutMs) +
+        2 * lag.maxLagMs +
+        2;
       if (old.replica !== next.replica) across++;
       expect(
         old.abortedAt! - next.startedAt,
