@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -19,6 +21,10 @@ const LONG_FILES = [
 
 class LongFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    // A renamed file would silently lose its place.
+    const missing = LONG_FILES.filter((name) => !existsSync(resolve(this.ctx.config.root, name)));
+    if (missing.length > 0)
+      throw new Error(`vitest.config.ts LONG_FILES: no such file: ${missing.join(', ')}`);
     const rank = (f: TestSpecification) => {
       const i = LONG_FILES.findIndex((name) => f.moduleId.endsWith(name));
       return i < 0 ? LONG_FILES.length : i;

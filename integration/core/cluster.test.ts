@@ -3,6 +3,7 @@ import { startEtcd, TcpFaultProxy, type EtcdCluster } from '@leasehold/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../setup/etcd.js';
+import { leaderIndex } from '../setup/members.js';
 
 describe('a session on a 3-member cluster', () => {
   let cluster: EtcdCluster;
@@ -26,12 +27,16 @@ describe('a session on a 3-member cluster', () => {
       }
     };
 
-    await cluster.members[0]!.pause();
+    // A follower: a leader frozen past the TTL revokes, once it wakes, the leases the new leader
+    // kept alive (etcd-io/etcd#15247, unfixed in the 3.4.23 here; see the README's failure modes), which
+    // would end the session by etcd's own word.
+    const paused = ((await leaderIndex(cluster)) + 1) % cluster.members.length;
+    await cluster.members[paused]!.pause();
     await watchFor(11_000); // longer than the TTL: keepalives must flow through the others
-    await cluster.members[0]!.resume();
+    await cluster.members[paused]!.resume();
     // Let the resumed member catch up (it answers a linearizable read) before taking another
     // one away: two members disrupted at once is a quorum loss, not a single-member fault.
-    const direct = new Etcd3({ hosts: cluster.members[0]!.clientUrl });
+    const direct = new Etcd3({ hosts: cluster.members[paused]!.clientUrl });
     try {
       await waitFor(
         () =>
@@ -45,12 +50,14 @@ describe('a session on a 3-member cluster', () => {
       direct.close();
     }
 
-    await cluster.members[1]!.kill();
+    // Another member, the leader or not.
+    const killed = (paused + 1) % cluster.members.length;
+    await cluster.members[killed]!.kill();
     await watchFor(11_000);
     const lock = await client.acquire('through-the-others', { timeoutMs: 10_000 });
     expect(lock.token > 0n).toBe(true);
     await lock.release();
-    await cluster.members[1]!.start();
+    await cluster.members[killed]!.start();
   }, 90_000);
 });
 

@@ -4,6 +4,7 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sharedEndpoints, waitFor } from '../setup/etcd.js';
 import { monitorLoopLag } from '../setup/lag.js';
+import { tunables } from '../../packages/core/src/options.js';
 
 const endpoints = sharedEndpoints();
 const admin = new Etcd3({ hosts: endpoints });
@@ -35,23 +36,30 @@ describe('Session on a real etcd', () => {
     expect(session.remainingMs()).toBeGreaterThan(0);
   }, 20_000);
 
-  it('is lost within TTL/3 + one attempt when another client revokes the lease', async () => {
+  it("is lost by etcd's word ('gone') at its next keepalive when another client revokes the lease, before its local deadline", async () => {
     await using client = await connect({ endpoints });
-    using lag = monitorLoopLag();
-    const ttlSeconds = 3;
+    // Long enough that the local deadline (last answered send + TTL - margin, at least 2/3 of
+    // the TTL after the revoke) stays well behind the keepalive that hears of it.
+    const ttlSeconds = 6;
     const session = await client.session({ ttlSeconds });
     const lost = new Promise<number>((resolve) => session.onLost(() => resolve(performance.now())));
     const revokedAt = performance.now();
     await admin.leaseClient.leaseRevoke({ ID: session.leaseId.toString() });
+    // No answer extends it after the revoke: this is when a deaf session would end.
+    const deadlineAtMs = session.deadlineAtMs;
     const lostAt = await waitFor(() => lost, {
       timeoutMs: ttlSeconds * 1000 + defaults.callTimeoutMs,
       what: 'session loss after revoke',
     });
-    // The next keepalive is at most TTL/3 away; its answer (TTL 0) comes within one attempt.
-    expect(lostAt - revokedAt).toBeLessThan(
-      (ttlSeconds * 1000) / 3 + defaults.attemptTimeoutMs + lag.maxLagMs,
+    // Its schedule: the next keepalive at most TTL/3 away, then `goneConfirmations` answers on
+    // fresh streams, reopen delays doubling from `retryMinMs` in between.
+    const n = tunables.goneConfirmations;
+    const scheduleMs = (ttlSeconds * 1000) / 3 + tunables.retryMinMs * (2 ** (n - 1) - 1);
+    console.log(
+      `[session revoke] lost ${(lostAt - revokedAt).toFixed(0)} ms after the revoke (its schedule: ${scheduleMs} ms + ${n} × 2 round trips; the local deadline ${(deadlineAtMs - revokedAt).toFixed(0)} ms after it)`,
     );
     expect(lostReason(session.signal).reason).toBe('gone');
+    expect(lostAt).toBeLessThan(deadlineAtMs);
   });
 
   it('revokes the lease on close, once; close is not a loss, so onLost stays quiet', async () => {

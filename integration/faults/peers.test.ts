@@ -15,7 +15,10 @@ const net = require('node:net');
 const port = Number(process.argv[1]);
 require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
   const s = net.connect(port, '127.0.0.1');
-  const done = (r) => { s.destroy(); console.log(r); };
+  // One answer per dial: destroy() emits 'close' after 'data' or 'error', and a second line
+  // would answer the next dial.
+  let answered = false;
+  const done = (r) => { if (answered) return; answered = true; s.destroy(); console.log(r); };
   s.on('error', () => done('cut'));
   s.on('close', () => done('cut'));
   s.on('data', () => done('ok'));

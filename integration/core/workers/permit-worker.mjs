@@ -162,16 +162,22 @@ const handlers = {
           ...(m === 'permit' ? { permits } : {}),
           value: `${NAME}:${c}:${i}`,
         });
-        const acquiredAt = now();
-        const occupancy = await occupy(name, m, 1);
-        // Readers share the resource: only permits (per slot) and writers fence it.
-        const writes = pool && m !== 'read';
-        const written = writes ? await fencedWrite(hold, `${c}:${i}`) : { ok: true };
-        await sleep(holdMs);
-        const releasedAt = now();
-        const heldThroughout = hold.isHeld;
-        await occupy(name, m, -1);
-        await hold.release();
+        // A failed count or write must not keep the hold (and every other contender) waiting:
+        // the hold is released whatever happens, and the error ends the command.
+        let acquiredAt, occupancy, written, releasedAt, heldThroughout;
+        try {
+          acquiredAt = now();
+          occupancy = await occupy(name, m, 1);
+          // Readers share the resource: only permits (per slot) and writers fence it.
+          const writes = pool && m !== 'read';
+          written = writes ? await fencedWrite(hold, `${c}:${i}`) : { ok: true };
+          await sleep(holdMs);
+          releasedAt = now();
+          heldThroughout = hold.isHeld;
+          await occupy(name, m, -1);
+        } finally {
+          await hold.release();
+        }
         send({
           event: 'held',
           mode: m,
