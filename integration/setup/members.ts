@@ -90,13 +90,16 @@ export async function keepAliveStreams(cluster: EtcdCluster): Promise<number[]> 
 /**
  * Makes sessions with `make` until one's keepalive stream opens on member `target` (each new
  * stream goes to a member picked at random), closing the others. Returns that session.
+ * 40 tries miss one member of three with odds of (2/3)^40, about 1e-7, if the pick is uniform;
+ * the error says where the streams went, so a pick that is not shows as one.
  */
 export async function sessionOnMember<S extends { close(): Promise<void> }>(
   cluster: EtcdCluster,
   target: number,
   make: () => Promise<S>,
 ): Promise<S> {
-  for (let tries = 0; tries < 20; tries++) {
+  const landed = cluster.members.map(() => 0);
+  for (let tries = 0; tries < 40; tries++) {
     const before = await keepAliveStreams(cluster);
     const session = await make();
     const on = await waitFor(
@@ -107,10 +110,13 @@ export async function sessionOnMember<S extends { close(): Promise<void> }>(
       },
       { timeoutMs: 5_000, what: "the new session's keepalive stream on some member" },
     ).then((i) => i - 1);
+    landed[on]!++;
     if (on === target) return session;
     await session.close();
   }
-  throw new Error(`no session's keepalive stream landed on member ${target} in 20 tries`);
+  throw new Error(
+    `no session's keepalive stream landed on member ${target} in 40 tries (streams per member: ${landed.join(', ')})`,
+  );
 }
 
 /**
