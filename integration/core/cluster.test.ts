@@ -50,8 +50,8 @@ describe('a session on a 3-member cluster', () => {
       direct.close();
     }
 
-    // Another member, the leader or not.
-    const killed = (paused + 1) % cluster.members.length;
+    // The leader now: a killed leader revokes nothing (only a frozen one that wakes does).
+    const killed = await leaderIndex(cluster);
     await cluster.members[killed]!.kill();
     await watchFor(11_000);
     const lock = await client.acquire('through-the-others', { timeoutMs: 10_000 });

@@ -509,12 +509,15 @@ export class Scheduler implements AsyncDisposable {
             () => controller.abort(new MaxRunTimeError(job, fireTime, settings.maxRunMs!)),
             settings.maxRunMs,
           );
+    // Once the job has returned, a replacement learnt late (a marker read still in flight) must
+    // not abort its signal: the run ended as it did, and its outcome says so.
+    let returned = false;
     const active: ActiveRun = {
       job,
       fireTime,
       token: claim.token,
       replace: (by) => {
-        if (!controller.signal.aborted) controller.abort(by);
+        if (!returned && !controller.signal.aborted) controller.abort(by);
       },
     };
     this.#active.add(active);
@@ -544,6 +547,7 @@ export class Scheduler implements AsyncDisposable {
       }
     } finally {
       running = false;
+      returned = true;
       clearTimeout(maxRun);
       if (replaceCheck) clearInterval(replaceCheck);
       session.signal.removeEventListener('abort', onLost);
