@@ -2,7 +2,7 @@
  * What the semaphore and read/write lock process tests share: permit-worker processes writing
  * through @leasehold/fence to a PostgreSQL schema of the suite's own, key prefixes whose leases
  * are revoked after each test (killed workers leave keys behind), and the evidence the checks
- * read: PostgreSQL's log, its occupancy counts and the processes' hold intervals.
+ * read: PostgreSQL's log and its occupancy counts.
  *
  * Exclusion is judged by the occupancy counts, not by comparing the processes' clocks: a worker
  * counts itself in (one PostgreSQL update) after its hold is granted and out before it releases,

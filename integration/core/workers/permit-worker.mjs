@@ -153,7 +153,7 @@ const handlers = {
     return { calledAt, at: now() };
   },
   // Contention: `contenders` loops, each `rounds` times: acquire, count in, write through the
-  // fence, hold `holdMs`, stamp, count out, release. Each hold is reported as it ends.
+  // fence, hold `holdMs`, count out, release. Each hold is reported as it ends.
   async contend({ mode, modes, name, permits, contenders, rounds, holdMs }) {
     const one = async (c) => {
       for (let i = 0; i < rounds; i++) {
@@ -164,15 +164,13 @@ const handlers = {
         });
         // A failed count or write must not keep the hold (and every other contender) waiting:
         // the hold is released whatever happens, and the error ends the command.
-        let acquiredAt, occupancy, written, releasedAt, heldThroughout;
+        let occupancy, written, heldThroughout;
         try {
-          acquiredAt = now();
           occupancy = await occupy(name, m, 1);
           // Readers share the resource: only permits (per slot) and writers fence it.
           const writes = pool && m !== 'read';
           written = writes ? await fencedWrite(hold, `${c}:${i}`) : { ok: true };
           await sleep(holdMs);
-          releasedAt = now();
           heldThroughout = hold.isHeld;
           await occupy(name, m, -1);
         } finally {
@@ -182,8 +180,6 @@ const handlers = {
           event: 'held',
           mode: m,
           contender: `${NAME}:${c}`,
-          acquiredAt,
-          releasedAt,
           occupancy,
           heldThroughout,
           written: written.ok,
