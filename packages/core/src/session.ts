@@ -10,7 +10,8 @@ import {
   type LeaseholdError,
 } from './errors.js';
 import { cleanUp, type Report } from './transport/cleanup.js';
-import { endStream, type Etcd, type Stream } from './transport/etcd.js';
+import { endStream, type Etcd } from './transport/etcd.js';
+import type { Stream } from './transport/wire.js';
 import { LossLatch } from './latch.js';
 import { assertTimeLeft } from './time-left.js';
 import type { Telemetry } from './telemetry.js';

@@ -2,7 +2,8 @@ import type { IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
 import { callAt, sleep, type Clock } from './clock.js';
 import { prefixEnd, rangeOf, readPrefix } from './keys.js';
 import { isEnded } from './transport/cleanup.js';
-import { endStream, type Etcd, type Stream } from './transport/etcd.js';
+import { endStream, type Etcd } from './transport/etcd.js';
+import type { Stream } from './transport/wire.js';
 import { Listeners } from './latch.js';
 import { tunables } from './options.js';
 

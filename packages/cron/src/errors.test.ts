@@ -1,3 +1,7 @@
+import {
+  InvalidArgumentError as CoreInvalidArgumentError,
+  isInvalidArgumentError as isCoreInvalidArgumentError,
+} from '@leasehold/core';
 import { describe, expect, it } from 'vitest';
 import {
   InvalidArgumentError,
@@ -8,6 +12,7 @@ import {
   isMaxRunTimeError,
   isSchedulerStoppedError,
 } from './errors.js';
+import { validateLimit } from './options.js';
 
 describe('errors', () => {
   it('carry name, code and cause', () => {
@@ -45,5 +50,24 @@ describe('errors', () => {
     expect(isInvalidArgumentError(core)).toBe(false);
     expect(isCronError(null)).toBe(false);
     expect(isCronError('INVALID_ARGUMENT')).toBe(false);
+  });
+
+  it("one guard for bad input: core's isInvalidArgumentError answers for cron's, and cron's for core's", () => {
+    let thrown: unknown;
+    try {
+      validateLimit('ten', 20, 100);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(InvalidArgumentError);
+    for (const err of [
+      thrown,
+      new InvalidArgumentError('bad job'),
+      new CoreInvalidArgumentError('x'),
+    ]) {
+      expect(isCoreInvalidArgumentError(err), String(err)).toBe(true);
+      expect(isInvalidArgumentError(err), String(err)).toBe(true);
+    }
+    expect(isCoreInvalidArgumentError(new SchedulerStoppedError())).toBe(false);
   });
 });

@@ -4,16 +4,19 @@ import {
   isInvalidArgumentError as isCoreInvalidArgumentError,
   isLeaseholdError,
 } from '@leasehold/core';
+import { describeValue } from '@leasehold/core/internal';
 import {
   FenceError,
   InvalidArgumentError,
   InvalidTokenError,
   StaleTokenError,
+  describe as describeFenceValue,
   isFenceError,
   isInvalidArgumentError,
   isInvalidTokenError,
   isStaleTokenError,
 } from './errors.js';
+import { memoryStore } from './memory.js';
 
 describe('errors', () => {
   it('StaleTokenError carries the resource and both tokens as bigints', () => {
@@ -63,11 +66,23 @@ describe('errors', () => {
   it("one guard for bad input: core and fence each answer for the other package's InvalidArgumentError", () => {
     const fence = new InvalidArgumentError('bad table');
     const core = new CoreInvalidArgumentError('bad lock name');
-    for (const err of [fence, core]) {
+    let thrown: unknown;
+    try {
+      memoryStore('not a map' as never);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(InvalidArgumentError);
+    for (const err of [thrown as Error, fence, core]) {
       expect(isInvalidArgumentError(err), err.message).toBe(true);
       expect(isCoreInvalidArgumentError(err), err.message).toBe(true);
     }
     expect(isInvalidArgumentError(new StaleTokenError('r', 1n, 2n))).toBe(false);
     expect(isCoreInvalidArgumentError(new InvalidTokenError(0, 'zero'))).toBe(false);
+  });
+
+  it('shows values in messages exactly as core does (a copy: the stores run without core)', () => {
+    const values = ['x', 'y'.repeat(80), 5, 1.5, 7n, null, undefined, [], {}, () => 0, true];
+    for (const value of values) expect(describeFenceValue(value)).toBe(describeValue(value));
   });
 });

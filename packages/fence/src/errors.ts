@@ -96,7 +96,11 @@ export class InvalidArgumentError extends FenceError {
   }
 }
 
-/** A value as bad-input messages show it: strings quoted (cut at 64 characters), bigints with `n`. */
+/**
+ * A value as bad-input messages show it: strings quoted (cut at 64 characters), bigints with `n`.
+ * The same as core's: fence's stores run without `@leasehold/core` installed (it is an optional
+ * peer), so this cannot come from `@leasehold/core/internal`. `errors.test.ts` keeps them equal.
+ */
 export function describe(value: unknown): string {
   if (typeof value === 'string') {
     return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);

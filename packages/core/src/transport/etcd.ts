@@ -44,7 +44,7 @@ import type { Telemetry } from '../telemetry.js';
 import { connectFailure, describeRanges, diagnose, rangesOfTxn, tlsFailureOf } from './diagnose.js';
 import { Identity } from './identity.js';
 import { endpointOf, logRetries, Members } from './members.js';
-import type { WireClient } from './wire.js';
+import type { Stream, WireClient } from './wire.js';
 
 export interface EtcdOptions {
   clock: Clock;
@@ -60,16 +60,6 @@ export interface EtcdOptions {
   telemetry: Telemetry;
   /** An etcd that is not a gRPC connection (see wire.ts); `endpoints` then only name it. */
   client?: WireClient | undefined;
-}
-
-/** A gRPC stream as the SDK uses it: etcd3's duplex stream. */
-export interface Stream<Req, Res> {
-  write(item: Req): void;
-  end(): void;
-  cancel(): void;
-  on(event: 'data', fn: (item: Res) => void): unknown;
-  on(event: 'error', fn: (err: Error) => void): unknown;
-  on(event: 'end', fn: () => void): unknown;
 }
 
 const isRetryable = (err: Error) => isRecoverableError(err) || isBrokenCircuitError(err);

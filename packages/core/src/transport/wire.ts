@@ -27,7 +27,6 @@ import {
   type IWatchRequest,
   type IWatchResponse,
 } from 'etcd3';
-import type { Stream } from './etcd.js';
 
 export type {
   ICompare,
@@ -52,7 +51,15 @@ export type {
   IWatchRequest,
   IWatchResponse,
 } from 'etcd3';
-export type { Stream } from './etcd.js';
+/** A gRPC stream as the SDK uses it: etcd3's duplex stream. */
+export interface Stream<Req, Res> {
+  write(item: Req): void;
+  end(): void;
+  cancel(): void;
+  on(event: 'data', fn: (item: Res) => void): unknown;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+  on(event: 'end', fn: () => void): unknown;
+}
 
 /** A unary call's options: the attempt's deadline, in `Date.now()` milliseconds. */
 export interface CallOptions {
