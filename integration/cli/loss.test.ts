@@ -57,8 +57,9 @@ describe('a lost lock stops the command within TTL + grace', () => {
     expect(endedAt - revokedAt).toBeLessThanOrEqual(BOUND_MS);
     const term = c.events.find((e) => e.signal === 'SIGTERM');
     expect(term, 'SIGTERM came first').toBeDefined();
-    // It ignored SIGTERM, so it lived until SIGKILL, a grace period later.
-    expect(endedAt - term!.at).toBeGreaterThanOrEqual(GRACE_MS - 50);
+    // It ignored SIGTERM, so it lived until SIGKILL, a grace period after a SIGTERM that came no
+    // sooner than the revoke (both instants read by this process, not by the loaded child).
+    expect(endedAt - revokedAt).toBeGreaterThanOrEqual(GRACE_MS);
     const exit = await cli.exit();
     expect(exit.code).toBe(82);
     expect(cli.stderr).toMatch(
