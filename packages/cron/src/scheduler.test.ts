@@ -144,3 +144,67 @@ it("overlap 'replace': a run whose job returned keeps its signal and outcome whe
     await client.close();
   }
 });
+
+it("overlap 'replace': a claim whose answer was lost, adopted on its retry after the next fire replaced it, never starts its run", async () => {
+  const etcd = memoryEtcd();
+  const client = await memoryClient({ etcd });
+  const scheduler = await createScheduler(client, { prefix: '/cron/', runner: 'r' });
+  const events = eventsOf(scheduler);
+  const runs: Run[] = [];
+  const errors: Error[] = [];
+  scheduler.onError((e) => errors.push(e.error));
+  scheduler.schedule(
+    'job',
+    { everyMs: PERIOD_MS },
+    async ({ signal, token }) => {
+      const run: Run = { token, returned: false };
+      runs.push(run);
+      signal.addEventListener(
+        'abort',
+        () => (run.abort = { reason: signal.reason, afterReturn: run.returned }),
+        { once: true },
+      );
+      // The first run returns at once; the next goes on until its signal aborts.
+      if (runs.length > 1) {
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      }
+      run.returned = true;
+    },
+    { overlap: 'replace', retentionSeconds: 60 },
+  );
+  try {
+    // Once the first run is recorded, the client's next KV call is the next fire's claim: etcd
+    // applies it and never answers, until its deadline passes on etcd's clock.
+    const first = await events.until('finished', () => true, 1);
+    etcd.faults.hangNext({ only: 'kv', applied: true });
+
+    // The fire after is claimed meanwhile: it replaces the marker of the landed claim, and runs.
+    const later = await events.until('claimed', (e) => e.fireTime > first.fireTime, 3);
+    await events.until('started', (e) => e.token === later.token, 0);
+    const landed = (await scheduler.history('job')).filter(
+      (h) => h.token > first.token && h.token < later.token,
+    );
+    expect(landed.map((h) => h.outcome)).toEqual(['running']);
+    const lost = landed[0]!;
+
+    // Its retry finds the record it wrote and adopts it: replaced before it started, it never
+    // starts, and is recorded as replaced by the run going on, which goes on.
+    await etcd.clock.advance(callTimeoutMs(client));
+    const ended = await events.until('finished', (e) => e.token === lost.token, 0);
+    expect(
+      events.log.some((e) => e.kind === 'started' && e.token === lost.token),
+      'the adopted run started',
+    ).toBe(false);
+    expect(runs.map((r) => r.token)).not.toContain(lost.token);
+    expect(ended.outcome).toBe('replaced');
+    expect((ended.error as RunReplacedError).by.token).toBe(later.token);
+    expect(runs.find((r) => r.token === later.token)?.abort).toBeUndefined();
+    const history = await scheduler.history('job');
+    expect(history.find((h) => h.token === lost.token)?.outcome).toBe('replaced');
+    expect(history.find((h) => h.token === later.token)?.outcome).toBe('running');
+    expect(errors).toEqual([]);
+  } finally {
+    await scheduler.stop({ drainMs: 0 });
+    await client.close();
+  }
+});
