@@ -49,6 +49,12 @@ export interface Claim {
   overlap: OverlapPolicy;
   token: bigint;
   record: FireRecord;
+  /**
+   * Under `overlap: 'replace'`, a claim adopted on a retry (its first answer was lost) whose
+   * running marker a later claim had rewritten meanwhile: replaced before it started, by the
+   * run the marker names (`{}` if a later run already ended and removed it).
+   */
+  replacedBy?: { fireTime?: string; runner?: string; token?: bigint };
 }
 
 export class Claimer {
@@ -180,10 +186,16 @@ export class Claimer {
         }
         if (result.kind !== 'claimed') return { result };
         claimed = true;
-        return {
-          result,
-          claim: { job, keys, fireMs, attempt, overlap, token: result.token, record },
-        };
+        const claim: Claim = { job, keys, fireMs, attempt, overlap, token: result.token, record };
+        if (overlap === 'replace' && result.adopted && result.marker?.token !== result.token) {
+          const by = result.marker;
+          claim.replacedBy = {
+            ...(by?.fireTime === undefined ? {} : { fireTime: by.fireTime }),
+            ...(by?.runner === undefined ? {} : { runner: by.runner }),
+            ...(by === undefined ? {} : { token: by.token }),
+          };
+        }
+        return { result, claim };
       }
     } finally {
       // A claim won stays live until its record is written (finish).

@@ -176,6 +176,38 @@ describe('readClaim', () => {
     expect(readClaim(res, 'me')).toEqual({ kind: 'claimed', token: 81n, adopted: true });
   });
 
+  it("an adopted claim carries the running marker as the retry found it: a later 'replace' claim may have rewritten it", () => {
+    const found = (marker?: ReturnType<typeof kv>) =>
+      readClaim(
+        response(false, [
+          range(kv(keys.record(FIRE), JSON.stringify(record), 81)),
+          marker ? range(marker) : range(),
+        ]),
+        'me',
+      );
+    const ours = kv(
+      keys.running,
+      JSON.stringify({ fireTime: record.fireTime, runner: 'web-1:42' }),
+      81,
+    );
+    expect(found(ours)).toMatchObject({ adopted: true, token: 81n, marker: { token: 81n } });
+    const later = {
+      ...kv(
+        keys.running,
+        JSON.stringify({ fireTime: '2025-03-10T12:00:06.000Z', runner: 'web-2:7' }),
+        81,
+      ),
+      mod_revision: '95',
+    };
+    expect(found(later)).toEqual({
+      kind: 'claimed',
+      token: 81n,
+      adopted: true,
+      marker: { fireTime: '2025-03-10T12:00:06.000Z', runner: 'web-2:7', token: 95n },
+    });
+    expect(found(undefined)).toEqual({ kind: 'claimed', token: 81n, adopted: true });
+  });
+
   it('a finished record of this instance is never adopted: the fire ran already', () => {
     const done = { ...record, state: 'finished', outcome: 'ok' };
     const res = response(false, [range(kv(keys.record(FIRE), JSON.stringify(done), 81))]);

@@ -246,7 +246,16 @@ export interface Holder {
 }
 
 export type ClaimResult =
-  | { kind: 'claimed'; token: bigint; adopted: boolean }
+  /**
+   * `marker`: on an adopted claim (`overlap` `'skip'` or `'replace'`), the running marker as the
+   * retry found it; under `'replace'` a later claim may have rewritten it since the first landed.
+   */
+  | {
+      kind: 'claimed';
+      token: bigint;
+      adopted: boolean;
+      marker?: ReturnType<typeof readMarker>;
+    }
   | { kind: 'claimed-elsewhere'; holder: Holder }
   /** `instance`: the scheduler instance whose run the marker names, if it says. */
   | { kind: 'overlap'; holder: Holder; instance?: string };
@@ -284,7 +293,13 @@ export function readClaim(res: TxnResponse, instance: string): ClaimResult {
   const record = decodeRecord(kv.value);
   if (record?.instance === instance && record.state === 'running') {
     // An earlier attempt of this same claim landed (its answer was lost): it is ours.
-    return { kind: 'claimed', token: BigInt(kv.create_revision), adopted: true };
+    const marker = readMarker(res.responses[1]?.response_range.kvs[0]);
+    return {
+      kind: 'claimed',
+      token: BigInt(kv.create_revision),
+      adopted: true,
+      ...(marker === undefined ? {} : { marker }),
+    };
   }
   return { kind: 'claimed-elsewhere', holder: holderOf(kv) };
 }

@@ -521,6 +521,8 @@ export class Scheduler implements AsyncDisposable {
       },
     };
     this.#active.add(active);
+    // An adopted claim whose marker a later claim had rewritten: replaced before it could start.
+    if (claim.replacedBy) active.replace(new RunReplacedError(job, fireTime, claim.replacedBy));
     const replaceCheck =
       settings.overlap === 'replace' ? this.#watchReplaced(claim, active) : undefined;
     const startedAt = performance.now();
