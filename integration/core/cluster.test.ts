@@ -1,9 +1,9 @@
-import { connect, isClusterChangedError } from '@leasehold/core';
+import { connect, isClusterChangedError, type Session } from '@leasehold/core';
 import { startEtcd, TcpFaultProxy, type EtcdCluster } from '@leasehold/testing';
 import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../setup/etcd.js';
-import { leaderIndex } from '../setup/members.js';
+import { leaderIndex, sessionOnMember } from '../setup/members.js';
 
 describe('a session on a 3-member cluster', () => {
   let cluster: EtcdCluster;
@@ -16,21 +16,25 @@ describe('a session on a 3-member cluster', () => {
     await using client = await connect({ endpoints: cluster.endpoints, callTimeoutMs: 2_000 });
     // The default TTL (10 s): it must outlast a leader election (1-2.5 s with etcd's default
     // timing) plus a keepalive interval, since a paused leader stalls every renewal until then.
-    await using session = await client.session();
+    const sessions: Session[] = [];
     const watchFor = async (ms: number) => {
       const until = performance.now() + ms;
       while (performance.now() < until) {
-        expect(session.isLost, String((session.signal.reason as Error | undefined)?.message)).toBe(
-          false,
-        );
+        for (const session of sessions) {
+          const why = (session.signal.reason as Error | undefined)?.message;
+          expect(session.isLost, String(why)).toBe(false);
+        }
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     };
 
     // A follower: a leader frozen past the TTL revokes, once it wakes, the leases the new leader
     // kept alive (etcd-io/etcd#15247, unfixed in the 3.4.23 here; see the README's failure modes), which
-    // would end the session by etcd's own word.
+    // would end the session by etcd's own word. The session renews through that very follower,
+    // so its keepalives must move to another member.
     const paused = ((await leaderIndex(cluster)) + 1) % cluster.members.length;
+    await using onPaused = await sessionOnMember(cluster, paused, () => client.session());
+    sessions.push(onPaused);
     await cluster.members[paused]!.pause();
     await watchFor(11_000); // longer than the TTL: keepalives must flow through the others
     await cluster.members[paused]!.resume();
@@ -52,6 +56,9 @@ describe('a session on a 3-member cluster', () => {
 
     // The leader now: a killed leader revokes nothing (only a frozen one that wakes does).
     const killed = await leaderIndex(cluster);
+    // A second session renewing through the leader: its stream must move too.
+    await using onKilled = await sessionOnMember(cluster, killed, () => client.session());
+    sessions.push(onKilled);
     await cluster.members[killed]!.kill();
     await watchFor(11_000);
     const lock = await client.acquire('through-the-others', { timeoutMs: 10_000 });

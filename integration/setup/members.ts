@@ -71,18 +71,18 @@ function sum(metrics: string, name: string, match: string): number {
   return total;
 }
 
-/** LeaseKeepAlive streams open on each member now (started minus finished). */
-export async function keepAliveStreams(cluster: EtcdCluster): Promise<number[]> {
+/**
+ * LeaseKeepAlive streams started on each member so far. A count that only grows: with open
+ * streams (started less finished), a previous stream counted as finished only now would cancel
+ * out a new one on the same member.
+ */
+export async function keepAliveStreamsStarted(cluster: EtcdCluster): Promise<number[]> {
   return Promise.all(
     cluster.members.map(async (m) => {
       const text = await fetch(`${m.clientUrl}/metrics`, {
         signal: AbortSignal.timeout(2_000),
       }).then((r) => r.text());
-      const match = 'grpc_method="LeaseKeepAlive"';
-      return (
-        sum(text, 'grpc_server_started_total', match) -
-        sum(text, 'grpc_server_handled_total', match)
-      );
+      return sum(text, 'grpc_server_started_total', 'grpc_method="LeaseKeepAlive"');
     }),
   );
 }
@@ -100,11 +100,11 @@ export async function sessionOnMember<S extends { close(): Promise<void> }>(
 ): Promise<S> {
   const landed = cluster.members.map(() => 0);
   for (let tries = 0; tries < 40; tries++) {
-    const before = await keepAliveStreams(cluster);
+    const before = await keepAliveStreamsStarted(cluster);
     const session = await make();
     const on = await waitFor(
       async () => {
-        const now = await keepAliveStreams(cluster);
+        const now = await keepAliveStreamsStarted(cluster);
         const i = now.findIndex((n, j) => n > before[j]!);
         return i >= 0 ? i + 1 : undefined;
       },
