@@ -118,8 +118,11 @@ describe("overlap 'replace'", () => {
     // The slowest fenced write any run made: this host's etcd round trip under this load, what
     // the replaced run's read of the marker costs too.
     let roundTripMs = 0;
-    // Each run writes to one fenced resource for the whole job every 100 ms for 3 s (longer
-    // than the period), ignoring its signal: only the fence stops the writes of a replaced run.
+    // Each run writes to one fenced resource for the whole job every 100 ms, ignoring its
+    // signal: only the fence stops the writes of a replaced run. It lasts the 2 s period plus a
+    // marker check plus 1.5 s, so that a replacement from the other replica (due a check and a
+    // read after the next run starts) falls inside the overlap, where the check below holds it.
+    const RUN_MS = 2_000 + limits.replaceCheckMs + 1_500;
     const job =
       (replica: string) =>
       async ({ token, signal, fireTime }: RunContext) => {
@@ -136,7 +139,7 @@ describe("overlap 'replace'", () => {
           run.reason = signal.reason;
         });
         try {
-          for (const until = Date.now() + 3_000; Date.now() < until; await sleep(100)) {
+          for (const until = Date.now() + RUN_MS; Date.now() < until; await sleep(100)) {
             const sentAt = performance.now();
             try {
               await store.write({ resource: 'job', token, value: run.fire });
@@ -179,7 +182,7 @@ describe("overlap 'replace'", () => {
       { timeoutMs: 60_000, what: '4 runs replaced, one by the other replica' },
     );
     const stoppingAt = Date.now();
-    await Promise.all(replicas.map((s) => s.stop({ drainMs: 5_000 })));
+    await Promise.all(replicas.map((s) => s.stop({ drainMs: RUN_MS + 2_000 })));
 
     const byToken = [...runs].sort((x, y) => (x.token < y.token ? -1 : 1));
     const history = await replicas[0]!.history('job', { limit: 100 });
