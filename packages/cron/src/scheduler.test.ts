@@ -4,11 +4,12 @@
  * periods of the wall clock), so each wait below is for an event, with a deadline counted in
  * periods.
  */
+import { isLeaseLostError } from '@leasehold/core';
 import { callTimeoutMs } from '@leasehold/core/internal';
 import { memoryClient, memoryEtcd } from '@leasehold/testing/memory';
 import { expect, it } from 'vitest';
 import { RunReplacedError } from './errors.js';
-import type { ClaimedEvent, FinishedEvent, StartedEvent } from './events.js';
+import type { ClaimedEvent, FinishedEvent, LostEvent, StartedEvent } from './events.js';
 import { limits } from './options.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 
@@ -203,6 +204,52 @@ it("overlap 'replace': a claim whose answer was lost, adopted on its retry after
     expect(history.find((h) => h.token === lost.token)?.outcome).toBe('replaced');
     expect(history.find((h) => h.token === later.token)?.outcome).toBe('running');
     expect(errors).toEqual([]);
+  } finally {
+    await scheduler.stop({ drainMs: 0 });
+    await client.close();
+  }
+});
+
+it("overlap 'replace': a claim whose answer was lost, adopted on its retry after its runner's lease ended (taking the running marker with it), ends 'lost', not replaced", async () => {
+  const etcd = memoryEtcd();
+  const client = await memoryClient({ etcd });
+  const session = await client.session();
+  const scheduler = await createScheduler(client, { prefix: '/cron/', runner: 'r', session });
+  const events = eventsOf(scheduler);
+  const lost: LostEvent[] = [];
+  scheduler.onLost((e) => lost.push(e));
+  const ran: bigint[] = [];
+  scheduler.schedule('job', { everyMs: PERIOD_MS }, ({ token }) => void ran.push(token), {
+    overlap: 'replace',
+    retentionSeconds: 60,
+  });
+  try {
+    // Once the first run is recorded, the client's next KV call is the next fire's claim: etcd
+    // applies it and never answers, until its deadline passes on etcd's clock.
+    const first = await events.until('finished', () => true, 1);
+    etcd.faults.hangNext({ only: 'kv', applied: true });
+    // The claim lands (its record, claim key and running marker are written) but is not answered.
+    const landedRecord = () =>
+      etcd.keys('/cron/job/fire/').find((k) => k.createRevision > first.token);
+    for (let i = 0; !landedRecord() && i < 3 * PERIOD_MS; i += 10) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const record = landedRecord();
+    expect(record && JSON.parse(record.value)).toMatchObject({ state: 'running' });
+    const token = record!.createRevision;
+    expect(etcd.get('/cron/job/running')?.modRevision).toBe(token);
+
+    // The runner's lease ends while the claim's answer is awaited: its claim key and running
+    // marker go with it. No later fire is claimed on the lease etcd no longer has.
+    expect(etcd.revokeLease(session.leaseId)).toBe(true);
+    await etcd.clock.advance(callTimeoutMs(client));
+    const ended = await events.until('finished', (e) => e.token === token, 0);
+    expect(ran).not.toContain(token);
+    expect(ended.outcome).toBe('lost');
+    expect(isLeaseLostError(ended.error)).toBe(true);
+    expect(lost.map((e) => e.token)).toEqual([token]);
+    const history = await scheduler.history('job');
+    expect(history.find((h) => h.token === token)?.outcome).toBe('lost');
   } finally {
     await scheduler.stop({ drainMs: 0 });
     await client.close();

@@ -522,7 +522,10 @@ export class Scheduler implements AsyncDisposable {
     };
     this.#active.add(active);
     // An adopted claim whose marker a later claim had rewritten: replaced before it could start.
-    if (claim.replacedBy) active.replace(new RunReplacedError(job, fireTime, claim.replacedBy));
+    // Not when the runner's lease is gone: the marker on it went too, and the run is lost.
+    if (claim.replacedBy && !session.signal.aborted) {
+      active.replace(new RunReplacedError(job, fireTime, claim.replacedBy));
+    }
     const replaceCheck =
       settings.overlap === 'replace' ? this.#watchReplaced(claim, active) : undefined;
     const startedAt = performance.now();
