@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EtcdHarnessError } from './errors.js';
+import { freeze } from './freeze.js';
 import { waitHealthy } from './health.js';
 import { LogTail } from './log-tail.js';
 import { trackChild } from './process-registry.js';
@@ -79,8 +80,9 @@ export class BinaryMember implements EtcdMember {
 
   async pause(): Promise<void> {
     const child = this.requireRunning('pause');
-    child.kill('SIGSTOP');
     this.paused = true;
+    // Resolves once etcd is frozen for real, not when the signal is merely pending.
+    await freeze(child.pid!, `etcd member ${this.name}`);
   }
 
   async resume(): Promise<void> {

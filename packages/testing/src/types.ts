@@ -89,7 +89,10 @@ export interface EtcdMember {
   stop(): Promise<void>;
   /** Start again after stop/kill; resolves once the member reports healthy. */
   start(): Promise<void>;
-  /** Freeze the member (SIGSTOP / container pause): connections stay open but nothing answers. */
+  /**
+   * Freeze the member (SIGSTOP / container pause): connections stay open but nothing answers.
+   * Resolves once it is frozen (every thread stopped), not when the signal is sent.
+   */
   pause(): Promise<void>;
   /** Undo {@link pause} (SIGCONT / container unpause). */
   resume(): Promise<void>;
