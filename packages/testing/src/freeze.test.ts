@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { freeze, runningThreads } from './freeze.js';
 
 const children: ChildProcess[] = [];
@@ -22,13 +22,15 @@ async function busyChild(): Promise<number> {
 describe.runIf(existsSync('/proc/self/task'))('freeze', () => {
   it('resolves only once every thread of a busy process is stopped', async () => {
     // Right after kill(SIGSTOP) some thread is often still running (half the time on an idle
-    // two-core host); each of these trials checks the moment freeze() resolves.
-    for (let trial = 0; trial < 20; trial++) {
-      const pid = await busyChild();
-      expect(runningThreads(pid)).toBeGreaterThan(0);
+    // two-core host); each round checks the moment freeze() resolves, then lets it spin again.
+    const pid = await busyChild();
+    for (let round = 0; round < 20; round++) {
+      expect(runningThreads(pid), `round ${round}: spinning`).toBeGreaterThan(0);
       await freeze(pid, 'busy child');
-      expect(runningThreads(pid), `trial ${trial}`).toBe(0);
-      process.kill(pid, 'SIGKILL');
+      expect(runningThreads(pid), `round ${round}`).toBe(0);
+      process.kill(pid, 'SIGCONT');
+      // SIGCONT makes the stopped threads runnable before kill() returns; wait for it anyway.
+      await vi.waitFor(() => expect(runningThreads(pid)).toBeGreaterThan(0), { timeout: 5_000 });
     }
   });
 });
