@@ -75,46 +75,57 @@ interface Run {
   abort?: { reason: unknown; afterReturn: boolean };
 }
 
+const aborted = (signal: AbortSignal) =>
+  new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+
+/**
+ * A scheduler on a fresh memory etcd that runs job "job" every period under overlap 'replace',
+ * logging each run and its signal's abort (and whether the job had returned by then). `work` is
+ * the job's body for its `n`-th run (from 1).
+ */
+async function replacing(work: (n: number, signal: AbortSignal) => Promise<void>) {
+  const etcd = memoryEtcd();
+  const client = await memoryClient({ etcd });
+  const scheduler = await createScheduler(client, { prefix: '/cron/', runner: 'r' });
+  const events = eventsOf(scheduler);
+  const runs: Run[] = [];
+  const errors: Error[] = [];
+  scheduler.onError((e) => errors.push(e.error));
+  scheduler.schedule(
+    'job',
+    { everyMs: PERIOD_MS },
+    async ({ signal, token }) => {
+      const run: Run = { token, returned: false };
+      runs.push(run);
+      signal.addEventListener(
+        'abort',
+        () => (run.abort = { reason: signal.reason, afterReturn: run.returned }),
+        { once: true },
+      );
+      try {
+        await work(runs.length, signal);
+      } finally {
+        run.returned = true;
+      }
+    },
+    { overlap: 'replace', retentionSeconds: 60 },
+  );
+  return { etcd, client, scheduler, events, runs, errors };
+}
+
 it(
   "overlap 'replace': a run whose job returned keeps its signal and outcome when the next fire is claimed while its record write is in flight; a run still going is replaced",
   async () => {
-    const etcd = memoryEtcd();
-    const client = await memoryClient({ etcd });
-    const scheduler = await createScheduler(client, { prefix: '/cron/', runner: 'r' });
-    const events = eventsOf(scheduler);
-    const runs: Run[] = [];
-    const errors: Error[] = [];
-    scheduler.onError((e) => errors.push(e.error));
-    scheduler.schedule(
-      'job',
-      { everyMs: PERIOD_MS },
-      async ({ signal, token }) => {
-        const run: Run = { token, returned: false };
-        runs.push(run);
-        signal.addEventListener(
-          'abort',
-          () => (run.abort = { reason: signal.reason, afterReturn: run.returned }),
-          { once: true },
-        );
-        try {
-          if (runs.length === 1) {
-            // The first run returns at once, and its record write (the client's next KV call) gets
-            // no answer until the test moves etcd's clock: the run stays the scheduler's until then.
-            etcd.faults.hangNext({ only: 'kv' });
-            return;
-          }
-          // The second goes on until its signal aborts; the later ones return at once.
-          if (runs.length === 2) {
-            await new Promise((resolve) =>
-              signal.addEventListener('abort', resolve, { once: true }),
-            );
-          }
-        } finally {
-          run.returned = true;
-        }
-      },
-      { overlap: 'replace', retentionSeconds: 60 },
-    );
+    const { etcd, client, scheduler, events, runs, errors } = await replacing(async (n, signal) => {
+      if (n === 1) {
+        // The first run returns at once, and its record write (the client's next KV call) gets
+        // no answer until the test moves etcd's clock: the run stays the scheduler's until then.
+        etcd.faults.hangNext({ only: 'kv' });
+        return;
+      }
+      // The second goes on until its signal aborts; the later ones return at once.
+      if (n === 2) await aborted(signal);
+    });
     try {
       const first = await events.until('started', () => true, 1);
       const firstEnded = () =>
@@ -160,32 +171,10 @@ it(
 it(
   "overlap 'replace': a claim whose answer was lost, adopted on its retry after the next fire replaced it, never starts its run",
   async () => {
-    const etcd = memoryEtcd();
-    const client = await memoryClient({ etcd });
-    const scheduler = await createScheduler(client, { prefix: '/cron/', runner: 'r' });
-    const events = eventsOf(scheduler);
-    const runs: Run[] = [];
-    const errors: Error[] = [];
-    scheduler.onError((e) => errors.push(e.error));
-    scheduler.schedule(
-      'job',
-      { everyMs: PERIOD_MS },
-      async ({ signal, token }) => {
-        const run: Run = { token, returned: false };
-        runs.push(run);
-        signal.addEventListener(
-          'abort',
-          () => (run.abort = { reason: signal.reason, afterReturn: run.returned }),
-          { once: true },
-        );
-        // The first run returns at once; the next goes on until its signal aborts.
-        if (runs.length > 1) {
-          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-        }
-        run.returned = true;
-      },
-      { overlap: 'replace', retentionSeconds: 60 },
-    );
+    const { etcd, client, scheduler, events, runs, errors } = await replacing(async (n, signal) => {
+      // The first run returns at once; the next goes on until its signal aborts.
+      if (n > 1) await aborted(signal);
+    });
     try {
       // Once the first run is recorded, the client's next KV call is the next fire's claim: etcd
       // applies it and never answers, until its deadline passes on etcd's clock.
