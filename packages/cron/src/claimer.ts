@@ -16,6 +16,7 @@ import {
   readClaim,
   readHistory,
   readMarker,
+  replacerOf,
   type ClaimResult,
   type FireRecord,
   type HistoryEntry,
@@ -188,12 +189,7 @@ export class Claimer {
         claimed = true;
         const claim: Claim = { job, keys, fireMs, attempt, overlap, token: result.token, record };
         if (overlap === 'replace' && result.adopted && result.marker?.token !== result.token) {
-          const by = result.marker;
-          claim.replacedBy = {
-            ...(by?.fireTime === undefined ? {} : { fireTime: by.fireTime }),
-            ...(by?.runner === undefined ? {} : { runner: by.runner }),
-            ...(by === undefined ? {} : { token: by.token }),
-          };
+          claim.replacedBy = replacerOf(result.marker);
         }
         return { result, claim };
       }

@@ -235,6 +235,19 @@ export function readMarker(
   };
 }
 
+/** The replacing run as a running marker names it (`{}` when the marker is gone). */
+export function replacerOf(marker: ReturnType<typeof readMarker>): {
+  fireTime?: string;
+  runner?: string;
+  token?: bigint;
+} {
+  return {
+    ...(marker?.fireTime === undefined ? {} : { fireTime: marker.fireTime }),
+    ...(marker?.runner === undefined ? {} : { runner: marker.runner }),
+    ...(marker === undefined ? {} : { token: marker.token }),
+  };
+}
+
 /** Who holds a fire (or the running marker) when a claim did not get it. */
 export interface Holder {
   /** The runner (replica) that holds it; `undefined` if its record names none. */

@@ -10,6 +10,7 @@ import {
 import {
   jobKeys,
   recordError,
+  replacerOf,
   type HistoryEntry,
   type JobKeys,
   type RunOutcome,
@@ -598,12 +599,7 @@ export class Scheduler implements AsyncDisposable {
         .then(({ current, by }) => {
           failing = false;
           if (current) return;
-          const replacedBy = {
-            ...(by?.fireTime === undefined ? {} : { fireTime: by.fireTime }),
-            ...(by?.runner === undefined ? {} : { runner: by.runner }),
-            ...(by === undefined ? {} : { token: by.token }),
-          };
-          active.replace(new RunReplacedError(claim.job, active.fireTime, replacedBy));
+          active.replace(new RunReplacedError(claim.job, active.fireTime, replacerOf(by)));
         })
         .catch((err: Error) => {
           if (failing) return;
