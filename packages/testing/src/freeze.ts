@@ -17,7 +17,7 @@ export async function freeze(pid: number, what: string, timeoutMs = 5_000): Prom
     if (performance.now() > giveUpAt) {
       throw new EtcdHarnessError(
         'ETCD_TIMEOUT',
-        `${what} did not stop within ${timeoutMs} ms of SIGSTOP (${running} threads still running)`,
+        `${what} did not stop within ${timeoutMs} ms of SIGSTOP (${running} threads not yet stopped, running or blocked in the kernel)`,
       );
     }
     await delay(1);
