@@ -63,12 +63,12 @@ describe('bad options, names and functions', () => {
     [
       'a misspelt option',
       () => client.acquirePermit('p', { permits: 2, timeOutMs: 5 } as never),
-      /options\.timeOutMs is not an option; allowed: signal, session, value, timeoutMs, permits/,
+      /options\.timeOutMs must be left out \(not an option; allowed: signal, session, value, timeoutMs, permits/,
     ],
     [
       'timeoutMs on a try',
       () => client.tryAcquirePermit('p', { permits: 2, timeoutMs: 5 } as never),
-      /options\.timeoutMs is not an option/,
+      /options\.timeoutMs must be left out \(not an option/,
     ],
     [
       'a bad timeout',

@@ -205,7 +205,7 @@ describe('@leasehold/cron scheduler', () => {
       [
         'unknown option',
         () => s.schedule('j', '* * * * *', () => {}, { jitter: 5 } as never),
-        /options.jitter is not an option/,
+        /options.jitter must be left out \(not an option/,
       ],
       ['run', () => s.schedule('j', '* * * * *', 'echo hi' as never), /run must be a function/],
       ['job name', () => s.schedule('', '* * * * *', () => {}), /job must be a non-empty string/],

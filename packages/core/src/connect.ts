@@ -155,7 +155,7 @@ async function open(
   options: ConnectOptions,
   wire: { client: WireClient; endpoint: string } | undefined,
 ): Promise<Leasehold> {
-  checkOptions(options, [...connectOptionNames], 'options', ['clock']);
+  checkOptions(options, [...connectOptionNames], { hidden: ['clock'] });
   const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = wire ? [wire.endpoint] : validateEndpoints(options.endpoints);

@@ -28,16 +28,37 @@ describe('options objects', () => {
   it('refuses a key that is not an option, naming it and what is allowed', () => {
     const options = { timeOutMs: 5 } as { timeoutMs?: number; signal?: AbortSignal };
     expect(() => checkOptions(options, ['timeoutMs', 'signal'])).toThrow(
-      /^options\.timeOutMs is not an option; allowed: timeoutMs, signal$/,
+      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs, signal\), got 5$/,
     );
   });
 
   it('accepts hidden keys without listing them as allowed', () => {
     const options = { clock: 1, timeOutMs: 5 } as { timeoutMs?: number; clock?: number };
     const hidden: { timeoutMs?: number; clock?: number } = { clock: 1 };
-    expect(checkOptions(hidden, ['timeoutMs'], 'options', ['clock'])).toBe(hidden);
-    expect(() => checkOptions(options, ['timeoutMs'], 'options', ['clock'])).toThrow(
-      /^options\.timeOutMs is not an option; allowed: timeoutMs$/,
+    expect(checkOptions(hidden, ['timeoutMs'], { hidden: ['clock'] })).toBe(hidden);
+    expect(() => checkOptions(options, ['timeoutMs'], { hidden: ['clock'] })).toThrow(
+      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs\), got 5$/,
+    );
+  });
+
+  it('throws the class it is given, in the same wording', () => {
+    class Theirs extends Error {}
+    const err = (() => {
+      try {
+        checkOptions({ ttl: 'x' } as { ttlSeconds?: number }, ['ttlSeconds'], {
+          name: 'task',
+          as: Theirs,
+        });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(Theirs);
+    expect((err as Error).message).toBe(
+      'task.ttl must be left out (not an option; allowed: ttlSeconds), got "x"',
+    );
+    expect(() => checkOptions(7 as never, [], { what: 'an object { a? }', as: Theirs })).toThrow(
+      new Theirs('options must be an object { a? }, got 7'),
     );
   });
 
@@ -49,7 +70,7 @@ describe('options objects', () => {
   it.each([null, 42, 'x', []])('refuses %j, which is not an options object', (options) => {
     let err: unknown;
     try {
-      checkOptions(options as object, [], 'session');
+      checkOptions(options as object, [], { name: 'session' });
     } catch (e) {
       err = e;
     }

@@ -139,6 +139,13 @@ export function describe(value: unknown): string {
 }
 
 /**
+ * A bad-input error class: core's {@link InvalidArgumentError}, or a sibling package's, which
+ * carries the same brand. The shared checks take one, so each package throws its own class with
+ * core's wording.
+ */
+export type InvalidArgumentClass = new (message: string) => Error;
+
+/**
  * Checks an options argument: an object whose keys are all known. A misspelt option
  * (`timeOutMs`) must not silently fall back to its default (for a timeout: none at all).
  * `undefined` values count as left out. `hidden` keys are accepted but not listed as allowed:
@@ -147,28 +154,37 @@ export function describe(value: unknown): string {
 export function checkOptions<T extends object>(
   options: T,
   allowed: readonly (keyof T & string)[],
-  name = 'options',
-  hidden: readonly (keyof T & string)[] = [],
+  how: {
+    /** The argument's name in messages. Default `options`. */
+    name?: string;
+    hidden?: readonly (keyof T & string)[];
+    /** What the argument must be, for a message about a non-object. Default `an object`. */
+    what?: string;
+    as?: InvalidArgumentClass;
+  } = {},
 ): T {
+  const { name = 'options', hidden = [], what = 'an object', as } = how;
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw invalid(name, 'an object', options);
+    throw invalid(name, what, options, as);
   }
+  const known: readonly string[] = [...allowed, ...hidden];
   for (const key of Object.keys(options)) {
-    if (
-      !(allowed as readonly string[]).includes(key) &&
-      !(hidden as readonly string[]).includes(key)
-    ) {
-      throw new InvalidArgumentError(
-        `${name}.${key} is not an option; allowed: ${allowed.join(', ')}`,
-      );
+    if (!known.includes(key)) {
+      const list = `left out (not an option; allowed: ${allowed.join(', ')})`;
+      throw invalid(`${name}.${key}`, list, (options as Record<string, unknown>)[key], as);
     }
   }
   return options;
 }
 
-/** The error for bad input: names the value and what is allowed. */
-export function invalid(name: string, allowed: string, value: unknown): InvalidArgumentError {
-  return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
+/** The error for bad input, in the one wording of every package: `<name> must be <allowed>, got <value>`. */
+export function invalid<E extends Error = InvalidArgumentError>(
+  name: string,
+  allowed: string,
+  value: unknown,
+  as: new (message: string) => E = InvalidArgumentError as unknown as new (message: string) => E,
+): E {
+  return new as(`${name} must be ${allowed}, got ${describe(value)}`);
 }
 
 export function validateTtlSeconds(value: unknown): number {
@@ -272,18 +288,23 @@ export const LONE_SURROGATE =
  * Names must be well-formed UTF-16: a lone surrogate encodes to U+FFFD, so two different
  * ill-formed names would share one key.
  */
-export function encodeName(name: unknown, what = 'name'): string {
+export function encodeName(
+  name: unknown,
+  what = 'name',
+  { maxLength = MAX_NAME_LENGTH, as }: { maxLength?: number; as?: InvalidArgumentClass } = {},
+): string {
   if (
     typeof name !== 'string' ||
     name.length === 0 ||
-    name.length > MAX_NAME_LENGTH ||
+    name.length > maxLength ||
     name.includes('\0') ||
     LONE_SURROGATE.test(name)
   ) {
     throw invalid(
       what,
-      `a non-empty string of at most ${MAX_NAME_LENGTH} characters, without NUL or unpaired surrogates`,
+      `a non-empty string of at most ${maxLength} characters, without NUL or unpaired surrogates`,
       name,
+      as,
     );
   }
   return name.replace(/%/g, '%25').replace(/\//g, '%2F');
@@ -343,7 +364,7 @@ export function validateTls(tls: unknown, endpoints: string[]): TlsOptions | und
   const t = (tls ?? {}) as Partial<TlsOptions>;
   const pem = (v: unknown) => typeof v === 'string' || Buffer.isBuffer(v);
   if (!pem(t.caCert)) throw invalid('tls', 'an object with caCert (a PEM string or Buffer)', tls);
-  checkOptions(t, ['caCert', 'clientCert', 'clientKey'], 'tls');
+  checkOptions(t, ['caCert', 'clientCert', 'clientKey'], { name: 'tls' });
   const [cert, key] = [t.clientCert, t.clientKey];
   if ((cert !== undefined || key !== undefined) && !(pem(cert) && pem(key))) {
     const only = key === undefined ? 'tls.clientCert' : cert === undefined ? 'tls.clientKey' : '';
@@ -382,7 +403,7 @@ export function validateAuth(auth: unknown): AuthOptions | undefined {
     a === undefined ||
     (typeof a?.username === 'string' && a.username !== '' && typeof a.password === 'string')
   ) {
-    if (a) checkOptions(a, ['username', 'password'], 'auth');
+    if (a) checkOptions(a, ['username', 'password'], { name: 'auth' });
     return a && { username: a.username!, password: a.password! };
   }
   throw invalid('auth', 'an object { username: non-empty string, password: string }', auth);

@@ -57,7 +57,7 @@ export interface SessionMember {
 
 /** Validated session options, with defaults (`name` says where they came from in errors). */
 export function sessionSettings(options: SessionOptions, name = 'options') {
-  checkOptions(options, ['ttlSeconds', 'safetyMarginMs', 'leaseId', 'signal'], name);
+  checkOptions(options, ['ttlSeconds', 'safetyMarginMs', 'leaseId', 'signal'], { name });
   const ttlSeconds = validateTtlSeconds(options.ttlSeconds ?? defaults.ttlSeconds);
   const margin = options.safetyMarginMs ?? defaultSafetyMarginMs(ttlSeconds);
   validateSafetyMarginMs(margin, ttlSeconds);

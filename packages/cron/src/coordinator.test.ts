@@ -53,7 +53,7 @@ describe('leaseholdRunCoordinator', () => {
     rejects(() => leaseholdRunCoordinator(fakeClient, { prefix: '' }), 'prefix');
     rejects(
       () => leaseholdRunCoordinator(fakeClient, { ttl: 5 } as never),
-      'options.ttl is not an option',
+      'options.ttl must be left out (not an option',
     );
   });
 
@@ -73,7 +73,7 @@ describe('leaseholdRunCoordinator', () => {
     const c = leaseholdRunCoordinator(fakeClient);
     await expect(c.history('t', 'limit' as never)).rejects.toSatisfy(isInvalidArgumentError);
     await expect(c.history('t', { limt: 1 } as never)).rejects.toThrow(
-      'options.limt is not an option',
+      'options.limt must be left out (not an option',
     );
     rejects(() => c.track('task' as never), 'task must be a node-cron ScheduledTask');
     rejects(() => c.track({ on() {}, off() {} }), 'task.name must be');

@@ -1,7 +1,12 @@
 import { hostname } from 'node:os';
 import type { Session } from '@leasehold/core';
 import { InvalidArgumentError } from './errors.js';
-import { describeValue as describe, LONE_SURROGATE } from '@leasehold/core/internal';
+import {
+  checkOptions,
+  describeValue as describe,
+  encodeName,
+  invalid as coreInvalid,
+} from '@leasehold/core/internal';
 
 /**
  * Every default in one place. Durations carry their unit in their name: `retentionSeconds` is an
@@ -149,31 +154,16 @@ export interface SchedulerOptions {
   maxClockSkewMs?: number;
 }
 
-/** The error for bad input: names the value and what is allowed. */
-export function invalid(name: string, allowed: string, value: unknown): InvalidArgumentError {
-  return new InvalidArgumentError(`${name} must be ${allowed}, got ${describe(value)}`);
-}
+/** The error for bad input, in core's wording, as this package's class. */
+export const invalid = (name: string, allowed: string, value: unknown): InvalidArgumentError =>
+  coreInvalid(name, allowed, value, InvalidArgumentError);
 
 /**
  * A job name as its key segment. `/` and `%` are escaped, so `jobs` and `jobs/a` never share a
  * range. Names must be well-formed UTF-16: two ill-formed names could encode to the same key.
  */
-export function encodeJob(job: unknown, what = 'job'): string {
-  if (
-    typeof job !== 'string' ||
-    job.length === 0 ||
-    job.length > limits.maxJobLength ||
-    job.includes('\0') ||
-    LONE_SURROGATE.test(job)
-  ) {
-    throw invalid(
-      what,
-      `a non-empty string of at most ${limits.maxJobLength} characters, without NUL or unpaired surrogates`,
-      job,
-    );
-  }
-  return job.replace(/%/g, '%25').replace(/\//g, '%2F');
-}
+export const encodeJob = (job: unknown, what = 'job'): string =>
+  encodeName(job, what, { maxLength: limits.maxJobLength, as: InvalidArgumentError });
 
 export function validatePrefix(value: unknown): string {
   if (
@@ -203,17 +193,11 @@ export function optionsObject(
   name = 'options',
 ): Record<string, unknown> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalid(name, what, value);
-  }
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) {
-      throw new InvalidArgumentError(
-        `${name}.${key} is not an option; allowed: ${allowed.join(', ')}`,
-      );
-    }
-  }
-  return value as Record<string, unknown>;
+  return checkOptions(value as Record<string, unknown>, allowed, {
+    name,
+    what,
+    as: InvalidArgumentError,
+  });
 }
 
 /** `{ limit? }` of `history()` and `inspectJobs()`: a whole number from 1 to `max`. */

@@ -30,7 +30,7 @@ describe('memoryClient', () => {
       code: 'INVALID_ARGUMENT',
     });
     await expect(memoryClient({ lockPrefx: '/x/' } as never)).rejects.toThrow(
-      /options\.lockPrefx is not an option; allowed: etcd, /,
+      /options\.lockPrefx must be left out \(not an option; allowed: etcd, /,
     );
     await expect(memoryClient({ etcd: {} as never })).rejects.toThrow(
       /options\.etcd must be a MemoryEtcd from memoryEtcd\(\), got object/,
