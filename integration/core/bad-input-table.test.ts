@@ -541,7 +541,9 @@ table('connect options', [
     'misspelt option dialTimeOutMs',
     { ...dial, dialTimeOutMs: 100 },
     // Only documented options are offered: the tests' own `clock` is accepted but not listed.
-    core(/^options\.dialTimeOutMs must be left out \(not an option; allowed: endpoints, (?!.*clock)/),
+    core(
+      /^options\.dialTimeOutMs must be left out \(not an option; allowed: endpoints, (?!.*clock)/,
+    ),
   ),
 ]);
 
