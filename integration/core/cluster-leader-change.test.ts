@@ -60,7 +60,7 @@ describe('a lease extended by an etcd leader change', () => {
               ),
             { timeoutMs: 10_000, what: `the lease's TTL from the server (${label})` },
           );
-          const localMs = Math.round(session.remainingMs());
+          const localMs = Math.round(session.timeLeftMs());
           const serverTtl = Number(res.TTL);
           samples.push(`${label}: local ${localMs} ms, server ${serverTtl} s`);
           // etcd truncates the time left to whole seconds: the lease expires less than TTL + 1 s

@@ -149,7 +149,7 @@ describe('an event loop that stalls past the deadline', () => {
     }
     expect(lock.isHeld).toBe(false);
     expect(session.isLost).toBe(true);
-    expect(session.remainingMs()).toBe(0);
+    expect(session.timeLeftMs()).toBe(0);
     expect(() => session.throwIfLost()).toThrow(/local deadline/);
     expect(() => lock.throwIfLost()).toThrow(/lost/);
     expect(isLockLostError(lock.signal.reason) && lock.signal.reason.reason).toBe('session');

@@ -33,7 +33,7 @@ describe('Session on a real etcd', () => {
       expect(await serverTtl(session.leaseId)).toBeGreaterThan(0);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    expect(session.remainingMs()).toBeGreaterThan(0);
+    expect(session.timeLeftMs()).toBeGreaterThan(0);
   }, 20_000);
 
   it("is lost by etcd's word ('gone') at its next keepalive when another client revokes the lease, before its local deadline", async () => {

@@ -53,7 +53,7 @@ export interface Held {
   readonly session: {
     readonly leaseId: bigint;
     readonly ttlSeconds: number;
-    remainingMs(): number;
+    timeLeftMs(): number;
   };
 }
 
@@ -148,7 +148,7 @@ export async function supervise(options: SuperviseOptions): Promise<number> {
   const send = (message: KeeperRequest) => {
     if (keeper.connected) keeper.send(message, (err) => void err); // a dead keeper says so by exiting
   };
-  const deadline = () => monoMs() + hold.session.remainingMs();
+  const deadline = () => monoMs() + hold.session.timeLeftMs();
 
   let lostNoticed = false;
   /** Set once the command is running: leasehold stops it itself if the keeper cannot. */

@@ -24,16 +24,26 @@ describe('Session deadline', () => {
     const sentAt = clock.now();
     clock.advance(3_000); // the answer took 3 s
     stream.answer(10);
-    expect(session.remainingMs()).toBe(sentAt + 10_000 - clock.now());
+    expect(session.timeLeftMs()).toBe(sentAt + 10_000 - clock.now());
   });
 
   it('never moves the deadline backwards when an older keepalive is answered late', async () => {
     const { clock, session, stream } = await started(10);
     clock.advance(3_334); // a second keepalive goes out on the TTL/3 tick
     stream.answer(10); // answers the first (older) send
-    const after = session.remainingMs();
+    const after = session.timeLeftMs();
     stream.answer(1); // a smaller TTL for the newer send must not shorten it
-    expect(session.remainingMs()).toBe(after);
+    expect(session.timeLeftMs()).toBe(after);
+  });
+
+  it('keeps remainingMs(), the deprecated name of timeLeftMs(), equal to it before and after the loss', async () => {
+    const { clock, session } = await started(2, 0);
+    clock.advance(500);
+    expect(session.remainingMs()).toBe(session.timeLeftMs());
+    expect(session.timeLeftMs()).toBe(1_500);
+    clock.stall(4_000);
+    expect(session.remainingMs()).toBe(0);
+    expect(session.timeLeftMs()).toBe(0);
   });
 
   it('is lost with reason deadline when its timer fires', async () => {
@@ -50,7 +60,7 @@ describe('Session deadline', () => {
   it('after a stall past the deadline, the first read sees the loss before any timer runs', async () => {
     const { clock, session } = await started(2, 0);
     clock.stall(4_000); // no timer fired: the event loop was blocked
-    expect(session.remainingMs()).toBe(0);
+    expect(session.timeLeftMs()).toBe(0);
     expect(session.isLost).toBe(true);
     expect(() => session.throwIfLost()).toThrow(/local deadline/);
     expect(reasonOf(session)).toBe('deadline');
@@ -166,7 +176,7 @@ describe('Session resumed by lease id', () => {
     expect(session.leaseId).toBe(0x1234n);
     expect(session.ttlSeconds).toBe(10);
     // 3 s left, minus the default margin for a 10 s TTL (1 s).
-    expect(session.remainingMs()).toBe(2_000);
+    expect(session.timeLeftMs()).toBe(2_000);
     clock.advance(2_000);
     expect(isLeaseLostError(session.signal.reason)).toBe(true);
   });

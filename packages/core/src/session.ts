@@ -178,7 +178,7 @@ function revokeUntilGone(
  *
  * The session is *lost* — `signal` aborts with a {@link LeaseLostError}, exactly once — when the
  * deadline passes, when etcd says the lease is gone, when the cluster changes, or when it is
- * closed. Every read of `signal`, `isLost`, `remainingMs()` and `throwIfLost()` compares the
+ * closed. Every read of `signal`, `isLost`, `timeLeftMs()` and `throwIfLost()` compares the
  * clock with the deadline first, so the first code to run after a stalled event loop already
  * sees the loss, whether or not a timer has fired yet.
  */
@@ -287,21 +287,21 @@ export class Session implements AsyncDisposable {
   /**
    * The local deadline itself, on the client's monotonic clock (`performance.now()` unless a
    * clock was injected): the send time of the last answered keepalive plus the granted TTL,
-   * minus the safety margin. Unlike `remainingMs()` it keeps its value once the session is lost,
+   * minus the safety margin. Unlike `timeLeftMs()` it keeps its value once the session is lost,
    * so a process can record when its loss became due; reading it checks nothing.
    */
   get deadlineAtMs(): number {
     return this.#expiresAt;
   }
 
-  /** Milliseconds until the local deadline; 0 once lost. */
-  remainingMs(): number {
+  /** Milliseconds left before the local deadline; 0 once lost. The name every handle shares. */
+  timeLeftMs(): number {
     return this.isLost ? 0 : this.#expiresAt - this.clock.now();
   }
 
-  /** Milliseconds left before the local deadline; 0 once lost. The same as `remainingMs()`. */
-  timeLeftMs(): number {
-    return this.remainingMs();
+  /** @deprecated The old name of {@link Session.timeLeftMs}; removed in 1.0. */
+  remainingMs(): number {
+    return this.timeLeftMs();
   }
 
   /**
@@ -310,7 +310,7 @@ export class Session implements AsyncDisposable {
    * cannot finish inside the lease is not started.
    */
   assertTimeLeft(ms: number): number {
-    const leftMs = this.remainingMs();
+    const leftMs = this.timeLeftMs();
     const lost = this.isLost ? (this.signal.reason as Error) : undefined;
     const what = `session for lease ${this.leaseId.toString(16)}`;
     return assertTimeLeft(ms, { leftMs, lost, what });
@@ -384,10 +384,10 @@ export class Session implements AsyncDisposable {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      const remainingMs = this.remainingMs();
+      const leftMs = this.timeLeftMs();
       this.#lose(new SessionClosedError(this.leaseId));
-      if (remainingMs <= 0) return;
-      const timeoutMs = Math.min(remainingMs, this.etcd.options.callTimeoutMs);
+      if (leftMs <= 0) return;
+      const timeoutMs = Math.min(leftMs, this.etcd.options.callTimeoutMs);
       await revokeUntilGone(this.etcd, this.clock, this.report, this, timeoutMs);
     })();
     return this.#closing;

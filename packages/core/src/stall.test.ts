@@ -82,7 +82,7 @@ describe('client.onStall', () => {
   it('reports a stall with the lease and the time left on it right after', async () => {
     const { clock, session, events } = await setup();
     clock.stall(1_200);
-    const left = session.remainingMs();
+    const left = session.timeLeftMs();
     clock.advance(0);
     expect(events).toEqual([
       { stalledMs: 1_100, leaseId: session.leaseId, remainingMs: left, lost: false },

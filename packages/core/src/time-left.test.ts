@@ -66,7 +66,7 @@ describe('time left on holds and sessions', () => {
     const { clock, maker, session } = await fakeElections();
     const leadership = await campaign(maker, 'e', 'alpha', {});
     const left = leadership.timeLeftMs();
-    expect(left).toBe(session.remainingMs());
+    expect(left).toBe(session.timeLeftMs());
     expect(left).toBeGreaterThan(3_000_000);
     clock.stall(1_000);
     expect(leadership.timeLeftMs()).toBe(left - 1_000); // no keepalive answered meanwhile

@@ -416,12 +416,12 @@ export class Scheduler implements AsyncDisposable {
     // process just woke from a stall: the next answer comes within moments) or failing (a claim
     // made now would likely end `lost` at once, taking the fire from replicas that could run
     // it). Wait for a renewal while the lease lasts; claim nothing on a lease that gets none.
-    const healthy = () => session.remainingMs() >= (session.ttlSeconds * 1000) / 3;
-    const until = performance.now() + session.remainingMs();
+    const healthy = () => session.timeLeftMs() >= (session.ttlSeconds * 1000) / 3;
+    const until = performance.now() + session.timeLeftMs();
     while (!healthy() && !session.isLost && performance.now() < until) {
       await sleep(RENEWAL_POLL_MS, undefined, { signal: this.#stop.signal });
     }
-    if (!healthy()) throw new LeaseAtRiskError(session.leaseId, session.remainingMs());
+    if (!healthy()) throw new LeaseAtRiskError(session.leaseId, session.timeLeftMs());
     return session;
   }
 
