@@ -488,7 +488,7 @@ export class Leasehold implements AsyncDisposable {
       const event = {
         stalledMs,
         leaseId: session.leaseId,
-        remainingMs: session.remainingMs(), // reading it checks the deadline
+        remainingMs: session.timeLeftMs(), // reading it checks the deadline
         lost: session.isLost,
       };
       const fields = { ...event, leaseId: session.leaseId.toString(16) };
