@@ -28,8 +28,24 @@ describe('options objects', () => {
   it('refuses a key that is not an option, naming it and what is allowed', () => {
     const options = { timeOutMs: 5 } as { timeoutMs?: number; signal?: AbortSignal };
     expect(() => checkOptions(options, ['timeoutMs', 'signal'])).toThrow(
-      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs, signal\), got 5$/,
+      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs, signal\), got a number$/,
     );
+  });
+
+  it("names only the type of an unknown key's value, so a misspelt secret stays out of the message", () => {
+    const auth = { username: 'u', pasword: 'hunter2' } as { username?: string; password?: string };
+    expect(() => checkOptions(auth, ['username', 'password'], { name: 'auth' })).toThrow(
+      /^auth\.pasword must be left out \(not an option; allowed: username, password\), got a string$/,
+    );
+    for (const [value, type] of [
+      [undefined, 'undefined'],
+      [null, 'null'],
+      [[1], 'an array'],
+      [{}, 'an object'],
+      [1n, 'a bigint'],
+    ] as const) {
+      expect(() => checkOptions({ x: value } as object, [])).toThrow(new RegExp(`got ${type}$`));
+    }
   });
 
   it('accepts hidden keys without listing them as allowed', () => {
@@ -37,7 +53,7 @@ describe('options objects', () => {
     const hidden: { timeoutMs?: number; clock?: number } = { clock: 1 };
     expect(checkOptions(hidden, ['timeoutMs'], { hidden: ['clock'] })).toBe(hidden);
     expect(() => checkOptions(options, ['timeoutMs'], { hidden: ['clock'] })).toThrow(
-      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs\), got 5$/,
+      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs\), got a number$/,
     );
   });
 
@@ -55,7 +71,7 @@ describe('options objects', () => {
     })();
     expect(err).toBeInstanceOf(Theirs);
     expect((err as Error).message).toBe(
-      'task.ttl must be left out (not an option; allowed: ttlSeconds), got "x"',
+      'task.ttl must be left out (not an option; allowed: ttlSeconds), got a string',
     );
     expect(() => checkOptions(7 as never, [], { what: 'an object { a? }', as: Theirs })).toThrow(
       new Theirs('options must be an object { a? }, got 7'),

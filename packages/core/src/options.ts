@@ -170,8 +170,19 @@ export function checkOptions<T extends object>(
   const known: readonly string[] = [...allowed, ...hidden];
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) {
-      const list = `left out (not an option; allowed: ${allowed.join(', ')})`;
-      throw invalid(`${name}.${key}`, list, (options as Record<string, unknown>)[key], as);
+      // Only the value's type: a misspelt `password` or `clientKey` must not put the secret in a
+      // message that ends up in logs.
+      const value = (options as Record<string, unknown>)[key];
+      const type =
+        value === null || value === undefined
+          ? String(value)
+          : Array.isArray(value)
+            ? 'an array'
+            : `${typeof value === 'object' ? 'an' : 'a'} ${typeof value}`;
+      const list = allowed.join(', ');
+      throw new (as ?? InvalidArgumentError)(
+        `${name}.${key} must be left out (not an option; allowed: ${list}), got ${type}`,
+      );
     }
   }
   return options;
