@@ -44,7 +44,7 @@ describe('options objects', () => {
       [{}, 'an object'],
       [1n, 'a bigint'],
     ] as const) {
-      expect(() => checkOptions({ x: value } as object, [])).toThrow(new RegExp(`got ${type}$`));
+      expect(() => checkOptions({ x: value }, [])).toThrow(new RegExp(`got ${type}$`));
     }
   });
 
