@@ -34,6 +34,8 @@ import { errField } from './logger.js';
 import { endpointOf } from './transport/members.js';
 import { StallMonitor, type StallEvent } from './stall.js';
 
+const lockContext = (lock: Lock): LockContext => ({ token: lock.token, signal: lock.signal, lock });
+
 /** A connection to one etcd cluster. Sessions, locks and elections are made from it. */
 export class Leasehold implements AsyncDisposable {
   /** @internal */
@@ -227,25 +229,20 @@ export class Leasehold implements AsyncDisposable {
     fn: (lock: LockContext) => Promise<T> | T,
     options: AcquireOptions = {},
   ): Promise<T> {
-    return this.#holding(
-      'withLock fn',
-      fn,
-      () => this.acquire(name, options),
-      (lock) => fn({ token: lock.token, signal: lock.signal, lock }),
-    );
+    return this.#holding('withLock fn', fn, () => this.acquire(name, options), lockContext);
   }
 
-  /** Runs `run(held)` holding what `acquire` returns, then releases it (see `withLock`). */
-  async #holding<H extends Lock, T>(
+  /** Runs `fn(context(held))` holding what `acquire` returns, then releases it (see `withLock`). */
+  async #holding<H extends Lock, C, T>(
     what: string,
-    fn: unknown,
+    fn: (context: C) => Promise<T> | T,
     acquire: () => Promise<H>,
-    run: (held: H) => Promise<T> | T,
+    context: (held: H) => C,
   ): Promise<T> {
     if (typeof fn !== 'function') throw invalid(what, 'a function to run while holding it', fn);
     const held = await acquire();
     try {
-      return await run(held);
+      return await fn(context(held));
     } finally {
       await held.release().catch((err: LeaseholdError) => this.#report(err));
     }
@@ -293,7 +290,7 @@ export class Leasehold implements AsyncDisposable {
       'withPermit fn',
       fn,
       () => this.acquirePermit(name, options),
-      (p) => fn({ token: p.token, slot: p.slot, signal: p.signal, permit: p }),
+      (p) => ({ token: p.token, slot: p.slot, signal: p.signal, permit: p }),
     );
   }
 
@@ -335,12 +332,7 @@ export class Leasehold implements AsyncDisposable {
     fn: (lock: LockContext) => Promise<T> | T,
     options: AcquireOptions = {},
   ): Promise<T> {
-    return this.#holding(
-      'withRead fn',
-      fn,
-      () => this.acquireRead(name, options),
-      (lock) => fn({ token: lock.token, signal: lock.signal, lock }),
-    );
+    return this.#holding('withRead fn', fn, () => this.acquireRead(name, options), lockContext);
   }
 
   /** Runs `fn` holding `name` for writing, then releases it, like `withLock`. */
@@ -349,12 +341,7 @@ export class Leasehold implements AsyncDisposable {
     fn: (lock: LockContext) => Promise<T> | T,
     options: AcquireOptions = {},
   ): Promise<T> {
-    return this.#holding(
-      'withWrite fn',
-      fn,
-      () => this.acquireWrite(name, options),
-      (lock) => fn({ token: lock.token, signal: lock.signal, lock }),
-    );
+    return this.#holding('withWrite fn', fn, () => this.acquireWrite(name, options), lockContext);
   }
 
   /**
@@ -491,9 +478,8 @@ export class Leasehold implements AsyncDisposable {
         remainingMs: session.timeLeftMs(), // reading it checks the deadline
         lost: session.isLost,
       };
-      const fields = { ...event, leaseId: session.leaseId.toString(16) };
       telemetry.log.warn(
-        fields,
+        { ...event, leaseId: session.leaseId.toString(16) },
         `event loop stalled ${Math.round(stalledMs)} ms while holding a lease`,
       );
       this.#stalls.emit(event);

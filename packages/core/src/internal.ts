@@ -8,6 +8,7 @@
 import type { IKeyValue, IResponseHeader, KVClient } from 'etcd3';
 import type { Leasehold } from './client.js';
 import { readPrefix } from './keys.js';
+import { newLease } from './session.js';
 
 // The helpers sibling packages share with core, so that none keeps a copy that drifts.
 export { checkOnRead, Listeners, LossLatch } from './latch.js';
@@ -45,17 +46,7 @@ export async function grantLease(
   what: string,
   ttlSeconds: number,
 ): Promise<{ leaseId: bigint; ttlSeconds: number; revision: bigint }> {
-  const etcd = client.etcd;
-  const res = await etcd.call(
-    what,
-    (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
-    { idempotent: true },
-  );
-  return {
-    leaseId: BigInt(res.ID),
-    ttlSeconds: Number(res.TTL),
-    revision: BigInt(res.header.revision),
-  };
+  return newLease(client.etcd, what, ttlSeconds, true);
 }
 
 /**

@@ -409,13 +409,11 @@ export function validateTls(tls: unknown, endpoints: string[]): TlsOptions | und
 }
 
 export function validateAuth(auth: unknown): AuthOptions | undefined {
-  const a = auth as Partial<AuthOptions> | undefined;
-  if (
-    a === undefined ||
-    (typeof a?.username === 'string' && a.username !== '' && typeof a.password === 'string')
-  ) {
-    if (a) checkOptions(a, ['username', 'password'], { name: 'auth' });
-    return a && { username: a.username!, password: a.password! };
+  const a = auth as Partial<AuthOptions> | null | undefined;
+  if (a === undefined) return undefined;
+  if (typeof a?.username !== 'string' || a.username === '' || typeof a.password !== 'string') {
+    throw invalid('auth', 'an object { username: non-empty string, password: string }', auth);
   }
-  throw invalid('auth', 'an object { username: non-empty string, password: string }', auth);
+  checkOptions(a, ['username', 'password'], { name: 'auth' });
+  return { username: a.username, password: a.password };
 }

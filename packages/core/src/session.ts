@@ -86,28 +86,35 @@ interface Grant {
   revision: bigint;
 }
 
-/** Grants a new lease or, with `leaseId`, checks that it is still alive. */
-async function grant(etcd: Etcd, ttlSeconds: number, leaseId: bigint | undefined): Promise<Grant> {
-  if (leaseId === undefined) {
-    // Not retried: a grant whose answer was lost would leave a second, orphaned lease.
-    const res = await etcd.call(
-      'lease grant',
-      (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
-      { idempotent: false },
-    );
-    const ttl = Number(res.TTL);
-    return {
-      leaseId: BigInt(res.ID),
-      ttlSeconds: ttl,
-      remainingSeconds: ttl,
-      revision: BigInt(res.header.revision),
-    };
-  }
+/** Grants a lease: its id, the TTL etcd granted (which may be higher) and the revision. */
+export async function newLease(etcd: Etcd, what: string, ttlSeconds: number, idempotent: boolean) {
   const res = await etcd.call(
+    what,
+    (o) => etcd.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, o),
+    { idempotent },
+  );
+  return {
+    leaseId: BigInt(res.ID),
+    ttlSeconds: Number(res.TTL),
+    revision: BigInt(res.header.revision),
+  };
+}
+
+const timeToLive = (etcd: Etcd, leaseId: bigint) =>
+  etcd.call(
     'lease time-to-live',
     (o) => etcd.client.leaseClient.leaseTimeToLive({ ID: leaseId.toString() }, o),
     { idempotent: true },
   );
+
+/** Grants a new lease or, with `leaseId`, checks that it is still alive. */
+async function grant(etcd: Etcd, ttlSeconds: number, leaseId: bigint | undefined): Promise<Grant> {
+  if (leaseId === undefined) {
+    // Not retried: a grant whose answer was lost would leave a second, orphaned lease.
+    const lease = await newLease(etcd, 'lease grant', ttlSeconds, false);
+    return { ...lease, remainingSeconds: lease.ttlSeconds };
+  }
+  const res = await timeToLive(etcd, leaseId);
   // etcd rounds the time left down to whole seconds, so the deadline errs early.
   if (!(Number(res.TTL) > 0)) {
     const message = `lease ${leaseId.toString(16)} cannot be resumed: etcd reports it no longer exists (it expired or was revoked)`;
@@ -333,12 +340,7 @@ export class Session implements AsyncDisposable {
     const id = this.leaseId.toString(16);
     let ttl: number;
     try {
-      const res = await this.etcd.call(
-        'lease time-to-live',
-        (o) => this.etcd.client.leaseClient.leaseTimeToLive({ ID: this.leaseId.toString() }, o),
-        { idempotent: true },
-      );
-      ttl = Number(res.TTL);
+      ttl = Number((await timeToLive(this.etcd, this.leaseId)).TTL);
     } catch (err) {
       if (isLeaseholdError(err)) return err;
       return new EtcdUnavailableError(`etcd lease time-to-live of ${id} failed`, { cause: err });
@@ -475,21 +477,15 @@ export class Session implements AsyncDisposable {
   #armStuck(stream: KeepAliveStream): void {
     const oldest = this.#sentAt[0];
     if (oldest === undefined) return this.#stops.get('stuck')?.();
-    this.#arm(
-      'stuck',
-      oldest + answerTimeoutMs(this.ttlSeconds, this.etcd.attemptTimeoutMs),
-      () => {
-        if (this.#stream !== stream) return;
-        const details = {
-          endpoint: endpointOf(stream),
-          answerTimeoutMs: answerTimeoutMs(this.ttlSeconds, this.etcd.attemptTimeoutMs),
-        };
-        this.telemetry.keepaliveStream('stuck', this.leaseId, details);
-        this.etcd.stuck(stream);
-        this.#dropStream(true);
-        void this.#openStream();
-      },
-    );
+    const timeoutMs = answerTimeoutMs(this.ttlSeconds, this.etcd.attemptTimeoutMs);
+    this.#arm('stuck', oldest + timeoutMs, () => {
+      if (this.#stream !== stream) return;
+      const details = { endpoint: endpointOf(stream), answerTimeoutMs: timeoutMs };
+      this.telemetry.keepaliveStream('stuck', this.leaseId, details);
+      this.etcd.stuck(stream);
+      this.#dropStream(true);
+      void this.#openStream();
+    });
   }
 
   #onAnswer(stream: KeepAliveStream, res: ILeaseKeepAliveResponse): void {
