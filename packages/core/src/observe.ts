@@ -16,7 +16,7 @@ import { anySignal, sleep, type Clock } from './clock.js';
 import { isClientClosedError, isEtcdUnavailableError } from './errors.js';
 import { toHolder, type Holder } from './hold.js';
 import { tunables, validateSignal } from './options.js';
-import { isMember, type Queue } from './queue.js';
+import { firstOf, isMember, type Queue } from './queue.js';
 import type { WatchEvent } from './watch.js';
 
 /** Who leads an election as of `revision`; `leader` is undefined when no one does. */
@@ -38,17 +38,8 @@ const same = (a: Holder | undefined, b: Holder | undefined) =>
   a?.token === b?.token &&
   (a === undefined || b === undefined || Buffer.from(a.valueBytes).equals(b.valueBytes));
 
-const createdAt = (kv: { create_revision: string }) => BigInt(kv.create_revision);
-
 /** A candidate as the check compares them: its key and create revision. */
 const leaderId = (kv: IKeyValue | undefined) => kv && `${kv.key.toString()}@${kv.create_revision}`;
-
-/** The first-created of `kvs`, if any. */
-function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
-  let first: IKeyValue | undefined;
-  for (const kv of kvs) if (!first || createdAt(kv) < createdAt(first)) first = kv;
-  return first;
-}
 
 /**
  * What the observer is doing: reading the candidates (events that arrive meanwhile wait for the

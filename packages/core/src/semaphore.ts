@@ -24,19 +24,18 @@ import type { ICompare, IRequestOp } from 'etcd3';
 import { acquireQueued, type Queued } from './acquire.js';
 import { LockTakenError, PermitsMismatchError } from './errors.js';
 import { toHolder, type Holder } from './hold.js';
-import { prefixEnd, rangeOf } from './keys.js';
+import { prefixEnd } from './keys.js';
 import { Lock, type AcquireOptions, type LockMaker } from './mutex.js';
 import { encodeName, invalid } from './options.js';
 import {
   claimSlot,
-  createdAt,
   slotRecords,
   tidyLater,
   useView,
   viewReads,
   type Ranges,
 } from './permit-slots.js';
-import { isMember, type Entry, type Queue } from './queue.js';
+import { byCreate, membersOf, type Entry, type Queue } from './queue.js';
 
 /** The most permits a semaphore can have. */
 export const MAX_PERMITS = 10_000;
@@ -164,7 +163,7 @@ export class Permit extends Lock {
 /** The join's guard: no key of the queue `range` names other permits than `permits`. */
 function samePermits(range: string, permits: number): ICompare[] {
   const none = (from: string, to: string): ICompare => ({
-    ...createdAt(Buffer.from(from), 0n),
+    ...byCreate(Buffer.from(from), 0n),
     range_end: Buffer.from(to),
   });
   return [
@@ -255,9 +254,7 @@ export async function semaphoreState(queue: Queue, name: string): Promise<Semaph
     { idempotent: true },
   );
   const [keys, slots] = res.responses.map((r) => r.response_range.kvs);
-  const kvs = (keys ?? []).filter(
-    (kv) => isMember(kv) && rangeOf(kv.key.toString()) === ranges.queue,
-  );
+  const kvs = membersOf(ranges.queue, keys ?? []);
   const records = slotRecords(ranges, slots ?? []);
   const limit = kvs.map((kv) => permitsOf(kv.key.toString())).find((p) => p !== undefined);
   const state: SemaphoreState = { permits: limit, holders: [], waiting: [] };
