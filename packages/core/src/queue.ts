@@ -363,6 +363,11 @@ export class Queue {
  */
 type EntryState =
   { kind: 'waiting'; ahead: Set<string>; unsure: boolean } | { kind: 'first' } | { kind: 'ended' };
+const waiting = (ahead: Iterable<string>): EntryState => ({
+  kind: 'waiting',
+  ahead: new Set(ahead),
+  unsure: false,
+});
 
 /**
  * One session's key in one queue: waiting, then first (holding), then ended. Owned by the handle
@@ -376,7 +381,7 @@ export class Entry {
   readonly #end = new LossLatch<Error>(() => void this.session.isLost);
   /** Whether the latch tripped for a loss or because the owner ended the hold. */
   #endedBy: 'lost' | 'owner' | undefined;
-  #state: EntryState = { kind: 'waiting', ahead: new Set(), unsure: false };
+  #state: EntryState = waiting([]);
   /** Events below this revision are already reflected in what the entry knows. */
   #from = 0n;
   /** Resolves the wait of `waitFirst`, made only when the entry is not first at once. */
@@ -423,11 +428,7 @@ export class Entry {
     found: { holder: IKeyValue | undefined; adopted: IKeyValue | undefined },
   ): void {
     this.holder = found.holder;
-    this.#state = {
-      kind: 'waiting',
-      ahead: new Set(ahead.map((kv) => kv.key.toString())),
-      unsure: false,
-    };
+    this.#state = waiting(ahead.map((kv) => kv.key.toString()));
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
       events: (batch) => this.#events(batch),
@@ -440,7 +441,7 @@ export class Entry {
     const signal = this.session.signal;
     this.session.attach(this);
     // A replayed event may have ended it while subscribing.
-    if ((this.#state as EntryState).kind === 'ended') this.#stop();
+    if (this.#state.kind === 'ended') this.#stop();
     if (signal.aborted) this.#lose('session', signal.reason);
     // A key named after this lease but written by someone else on another lease is not ours.
     if (found.adopted && found.adopted.lease !== this.session.leaseId.toString()) {
@@ -548,14 +549,8 @@ export class Entry {
     this.#state = { kind: 'ended' };
     this.#stop();
     const key = Buffer.from(this.key);
-    this.#removing ??= this.queue.remove(
-      what,
-      this.session,
-      key,
-      byCreate(key, this.token),
-      this.slot,
-    );
-    return this.#removing;
+    const guard = byCreate(key, this.token);
+    return (this.#removing ??= this.queue.remove(what, this.session, key, guard, this.slot));
   }
 
   /** One revision's events in the queue: its own key's fate first, then the keys ahead. */
@@ -607,11 +602,7 @@ export class Entry {
     const ahead = kvs
       .filter((kv) => isMember(kv) && revisionOf(kv) < this.token)
       .map((kv) => kv.key.toString());
-    this.#state = {
-      kind: 'waiting',
-      ahead: new Set(ahead.filter((k) => state.ahead.has(k))),
-      unsure: false,
-    };
+    this.#state = waiting(ahead.filter((k) => state.ahead.has(k)));
     this.#maybeFirst();
   }
 
