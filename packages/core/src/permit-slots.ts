@@ -243,23 +243,19 @@ const views = new WeakMap<Queue, Map<string, SlotView>>();
 
 /** The client's view of a semaphore, for one more acquisition (`release` when done with it). */
 export function useView(queue: Queue, ranges: Ranges): { view: SlotView; release: () => void } {
-  let byRange = views.get(queue);
-  if (!byRange) views.set(queue, (byRange = new Map<string, SlotView>()));
-  let view = byRange.get(ranges.queue);
-  if (!view) {
-    view = new SlotView(queue, ranges);
-    byRange.set(ranges.queue, view);
-  }
+  const byRange = views.get(queue) ?? new Map<string, SlotView>();
+  views.set(queue, byRange);
+  const view = byRange.get(ranges.queue) ?? new SlotView(queue, ranges);
+  byRange.set(ranges.queue, view);
   view.users++;
   let released = false;
-  const used = view;
   return {
     view,
     release: () => {
       if (released) return;
       released = true;
-      if (--used.users > 0) return;
-      used.stop();
+      if (--view.users > 0) return;
+      view.stop();
       byRange.delete(ranges.queue);
     },
   };
@@ -283,16 +279,14 @@ async function tidy(queue: Queue, ranges: Ranges): Promise<void> {
  * closes first removes them as it closes (`tidyNow`).
  */
 export function tidyLater(queue: Queue, ranges: Ranges): void {
-  let pending = tidying.get(queue);
-  if (!pending)
-    tidying.set(queue, (pending = new Map<string, { cancel: () => void; ranges: Ranges }>()));
+  const pending = tidying.get(queue) ?? new Map<string, { cancel: () => void; ranges: Ranges }>();
+  tidying.set(queue, pending);
   if (pending.has(ranges.queue)) return;
-  const set = pending;
   const cancel = callAt(queue.clock, queue.clock.now() + tunables.retryMaxMs, () => {
-    set.delete(ranges.queue);
+    pending.delete(ranges.queue);
     void tidy(queue, ranges);
   });
-  set.set(ranges.queue, { cancel, ranges });
+  pending.set(ranges.queue, { cancel, ranges });
 }
 
 /** Runs the client's pending removals of slot records at once (it is closing). */
