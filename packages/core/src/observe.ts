@@ -218,8 +218,8 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
    * is judged when the view reaches its revision exactly (just before the first event after it
    * is applied), and if no event comes, by a later read: two reads at least one attempt deadline
    * apart that disagree with a view that did not move in between mean the view went wrong
-   * (events it never got). Only then is
-   * the election read again, so no state the watch delivers is ever dropped for a false alarm.
+   * (events it never got). Only then is the election read again, so no state the watch delivers
+   * is ever dropped for a false alarm.
    */
   #check(kvs: IKeyValue[], readAt: bigint): void {
     // A stream still starting (or restarting) has events to deliver that the read already saw.
@@ -234,9 +234,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     if (earlier && earlier.applied === this.#applied && earlier.leader === theirs) {
       // A stream that is only slow (a loaded host) also leaves the view still: it convicts only
       // after a whole attempt deadline, in which a live stream answers (or is replaced).
-      if (this.clock.now() - earlier.at >= this.queue.etcd.attemptTimeoutMs) {
-        return this.#readAgain();
-      }
+      if (this.clock.now() - earlier.at >= this.queue.etcd.attemptTimeoutMs) this.#readAgain();
       return;
     }
     this.#suspect = { readAt, leader: theirs, applied: this.#applied, at: this.clock.now() };
