@@ -27,14 +27,7 @@ import { toHolder, type Holder } from './hold.js';
 import { prefixEnd } from './keys.js';
 import { Lock, type AcquireOptions, type LockMaker } from './mutex.js';
 import { encodeName, invalid } from './options.js';
-import {
-  claimSlot,
-  slotRecords,
-  tidyLater,
-  useView,
-  viewReads,
-  type Ranges,
-} from './permit-slots.js';
+import { claimSlot, slotRecords, tidyLater, useView, viewReads } from './permit-slots.js';
 import { byCreate, membersOf, type Entry, type Queue } from './queue.js';
 
 /** The most permits a semaphore can have. */
@@ -115,8 +108,8 @@ export const semaphoreRanges = (prefix: string, segment: string) => ({
  * slot k's next holder wrote.
  */
 export class Permit extends Lock {
-  readonly #ranges: Ranges;
-  readonly #queue: Queue;
+  /** Removes the semaphore's slot records once it is idle (`tidyLater`). */
+  readonly #tidy: () => void;
 
   private constructor(
     entry: Entry,
@@ -125,12 +118,10 @@ export class Permit extends Lock {
     readonly permits: number,
     /** This permit's slot, 0 … permits − 1: unique among the semaphore's holders. */
     readonly slot: number,
-    queue: Queue,
-    ranges: Ranges,
+    tidy: () => void,
   ) {
     super(entry, name);
-    this.#queue = queue;
-    this.#ranges = ranges;
+    this.#tidy = tidy;
   }
 
   /** @internal */
@@ -139,10 +130,9 @@ export class Permit extends Lock {
     name: string,
     permits: number,
     slot: number,
-    queue: Queue,
-    ranges: Ranges,
+    tidy: () => void,
   ): Permit {
-    return new Permit(entry, name, permits, slot, queue, ranges);
+    return new Permit(entry, name, permits, slot, tidy);
   }
 
   /** The fencing resource of this permit's slot: `${name}#${slot}`. */
@@ -156,7 +146,7 @@ export class Permit extends Lock {
    */
   override async release(): Promise<void> {
     await super.release();
-    tidyLater(this.#queue, this.#ranges);
+    this.#tidy();
   }
 }
 
@@ -209,7 +199,7 @@ function describe(maker: LockMaker, name: string, options: TryPermitOptions): Qu
       ),
     hold: async (entry, signal) => {
       const slot = await claimSlot(view, entry, permits, signal);
-      return Permit.admitted(entry, name, permits, slot, queue, ranges);
+      return Permit.admitted(entry, name, permits, slot, () => tidyLater(queue, ranges));
     },
     done: release,
   };
