@@ -42,11 +42,8 @@ export class Listeners<T> {
 
 /**
  * A one-way "lost" switch: an AbortSignal that aborts once with a typed reason, plus listeners
- * called once when it trips (at once, in a microtask, if it already has).
- *
- * `check` runs before every read of the signal's `aborted`, `reason` and `throwIfAborted()`, on
- * this signal object itself: code that kept the signal from before a stalled event loop sees a
- * loss its owner can compute (a passed deadline) on its first read, before any timer fires.
+ * called once when it trips (at once, in a microtask, if it already has). `check` runs before
+ * every read of the signal (see {@link checkOnRead}).
  *
  * The AbortController and the listener set are made on first use: a held lock nobody asks for a
  * signal costs neither (at 100,000 holds on one session that is most of their memory). Internal

@@ -16,7 +16,7 @@ import { anySignal, sleep, type Clock } from './clock.js';
 import { isClientClosedError, isEtcdUnavailableError } from './errors.js';
 import { toHolder, type Holder } from './hold.js';
 import { tunables, validateSignal } from './options.js';
-import { isMember, type Queue } from './queue.js';
+import { firstOf, isMember, type Queue } from './queue.js';
 import type { WatchEvent } from './watch.js';
 
 /** Who leads an election as of `revision`; `leader` is undefined when no one does. */
@@ -38,17 +38,8 @@ const same = (a: Holder | undefined, b: Holder | undefined) =>
   a?.token === b?.token &&
   (a === undefined || b === undefined || Buffer.from(a.valueBytes).equals(b.valueBytes));
 
-const createdAt = (kv: { create_revision: string }) => BigInt(kv.create_revision);
-
 /** A candidate as the check compares them: its key and create revision. */
 const leaderId = (kv: IKeyValue | undefined) => kv && `${kv.key.toString()}@${kv.create_revision}`;
-
-/** The first-created of `kvs`, if any. */
-function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
-  let first: IKeyValue | undefined;
-  for (const kv of kvs) if (!first || createdAt(kv) < createdAt(first)) first = kv;
-  return first;
-}
 
 /**
  * What the observer is doing: reading the candidates (events that arrive meanwhile wait for the
@@ -227,8 +218,8 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
    * is judged when the view reaches its revision exactly (just before the first event after it
    * is applied), and if no event comes, by a later read: two reads at least one attempt deadline
    * apart that disagree with a view that did not move in between mean the view went wrong
-   * (events it never got). Only then is
-   * the election read again, so no state the watch delivers is ever dropped for a false alarm.
+   * (events it never got). Only then is the election read again, so no state the watch delivers
+   * is ever dropped for a false alarm.
    */
   #check(kvs: IKeyValue[], readAt: bigint): void {
     // A stream still starting (or restarting) has events to deliver that the read already saw.
@@ -243,9 +234,7 @@ export class Observer implements AsyncIterableIterator<LeaderState> {
     if (earlier && earlier.applied === this.#applied && earlier.leader === theirs) {
       // A stream that is only slow (a loaded host) also leaves the view still: it convicts only
       // after a whole attempt deadline, in which a live stream answers (or is replaced).
-      if (this.clock.now() - earlier.at >= this.queue.etcd.attemptTimeoutMs) {
-        return this.#readAgain();
-      }
+      if (this.clock.now() - earlier.at >= this.queue.etcd.attemptTimeoutMs) this.#readAgain();
       return;
     }
     this.#suspect = { readAt, leader: theirs, applied: this.#applied, at: this.clock.now() };

@@ -19,7 +19,7 @@ import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { callAt, raceSignal, sleep } from './clock.js';
 import { prefixEnd, rangeOf } from './keys.js';
 import { tunables } from './options.js';
-import type { Entry, Queue } from './queue.js';
+import { byCreate, revisionOf, type Entry, type Queue } from './queue.js';
 import type { WatchEvent } from './watch.js';
 
 /** The queue of a semaphore and its slot records. */
@@ -34,13 +34,6 @@ export interface SlotRecord {
   token: bigint;
   mod: bigint;
 }
-
-export const createdAt = (key: Buffer, revision: bigint): ICompare => ({
-  key,
-  target: 'Create',
-  result: 'Equal',
-  create_revision: revision.toString(),
-});
 
 const slotOf = (ranges: Ranges, key: string): number | undefined => {
   const slot = key.slice(ranges.slots.length);
@@ -147,7 +140,7 @@ export class SlotView {
     this.live.clear();
     for (const kv of queue) {
       const key = kv.key.toString();
-      if (rangeOf(key) === this.ranges.queue) this.live.set(key, BigInt(kv.create_revision));
+      if (rangeOf(key) === this.ranges.queue) this.live.set(key, revisionOf(kv));
     }
   }
 
@@ -168,7 +161,7 @@ export class SlotView {
         else this.records.set(slot, parseRecord(kv));
       } else if (rangeOf(key) === this.ranges.queue) {
         if (kind === 'delete') this.live.delete(key);
-        else this.live.set(key, BigInt(kv.create_revision));
+        else this.live.set(key, revisionOf(kv));
       }
     }
   }
@@ -179,7 +172,7 @@ export class SlotView {
     const present = new Set(kvs.map((kv) => kv.key.toString()));
     if (range === this.ranges.queue) {
       this.live.clear();
-      for (const kv of kvs) this.live.set(kv.key.toString(), BigInt(kv.create_revision));
+      for (const kv of kvs) this.live.set(kv.key.toString(), revisionOf(kv));
     } else {
       for (const slot of [...this.records.keys()]) {
         if (!present.has(`${this.ranges.slots}${slot}`)) this.records.delete(slot);
@@ -217,23 +210,19 @@ export async function claimSlot(
     if (pick) {
       const record = Buffer.from(`${ranges.slots}${pick.slot}`);
       const value = Buffer.from(JSON.stringify({ key: entry.key, token: entry.token.toString() }));
-      const compare = [createdAt(me, entry.token)];
+      const compare = [byCreate(me, entry.token)];
       if (pick.record) {
         const { key, token, mod } = pick.record;
         compare.push(
           { key: record, target: 'Mod', result: 'Equal', mod_revision: mod.toString() },
-          { ...createdAt(Buffer.from(key), token), result: 'NotEqual' },
+          { ...byCreate(Buffer.from(key), token), result: 'NotEqual' },
         );
       } else {
-        compare.push(createdAt(record, 0n));
+        compare.push(byCreate(record, 0n));
       }
       const success = [{ request_put: { key: record, value } }];
-      res = await txn(
-        queue,
-        'semaphore slot claim',
-        { compare, success, failure: viewReads(ranges) },
-        signal,
-      );
+      const request = { compare, success, failure: viewReads(ranges) };
+      res = await txn(queue, 'semaphore slot claim', request, signal);
       if (res.succeeded) return pick.slot;
     } else {
       // No slot is free in the view: a holder's release is still on its way.
@@ -254,23 +243,19 @@ const views = new WeakMap<Queue, Map<string, SlotView>>();
 
 /** The client's view of a semaphore, for one more acquisition (`release` when done with it). */
 export function useView(queue: Queue, ranges: Ranges): { view: SlotView; release: () => void } {
-  let byRange = views.get(queue);
-  if (!byRange) views.set(queue, (byRange = new Map<string, SlotView>()));
-  let view = byRange.get(ranges.queue);
-  if (!view) {
-    view = new SlotView(queue, ranges);
-    byRange.set(ranges.queue, view);
-  }
+  const byRange = views.get(queue) ?? new Map<string, SlotView>();
+  views.set(queue, byRange);
+  const view = byRange.get(ranges.queue) ?? new SlotView(queue, ranges);
+  byRange.set(ranges.queue, view);
   view.users++;
   let released = false;
-  const used = view;
   return {
     view,
     release: () => {
       if (released) return;
       released = true;
-      if (--used.users > 0) return;
-      used.stop();
+      if (--view.users > 0) return;
+      view.stop();
       byRange.delete(ranges.queue);
     },
   };
@@ -281,7 +266,7 @@ const tidying = new WeakMap<Queue, Map<string, { cancel: () => void; ranges: Ran
 
 /** Removes the slot records of `ranges` if the queue is empty (one attempt; see `tidyLater`). */
 async function tidy(queue: Queue, ranges: Ranges): Promise<void> {
-  const empty = { ...createdAt(Buffer.from(ranges.queue), 0n), range_end: prefixEnd(ranges.queue) };
+  const empty = { ...byCreate(Buffer.from(ranges.queue), 0n), range_end: prefixEnd(ranges.queue) };
   const slots = { key: Buffer.from(ranges.slots), range_end: prefixEnd(ranges.slots) };
   const request = { compare: [empty], success: [{ request_delete_range: slots }], failure: [] };
   await queue.etcd.txn('semaphore slots removal', request, { idempotent: true }).catch(() => {});
@@ -294,16 +279,14 @@ async function tidy(queue: Queue, ranges: Ranges): Promise<void> {
  * closes first removes them as it closes (`tidyNow`).
  */
 export function tidyLater(queue: Queue, ranges: Ranges): void {
-  let pending = tidying.get(queue);
-  if (!pending)
-    tidying.set(queue, (pending = new Map<string, { cancel: () => void; ranges: Ranges }>()));
+  const pending = tidying.get(queue) ?? new Map<string, { cancel: () => void; ranges: Ranges }>();
+  tidying.set(queue, pending);
   if (pending.has(ranges.queue)) return;
-  const set = pending;
   const cancel = callAt(queue.clock, queue.clock.now() + tunables.retryMaxMs, () => {
-    set.delete(ranges.queue);
+    pending.delete(ranges.queue);
     void tidy(queue, ranges);
   });
-  set.set(ranges.queue, { cancel, ranges });
+  pending.set(ranges.queue, { cancel, ranges });
 }
 
 /** Runs the client's pending removals of slot records at once (it is closing). */

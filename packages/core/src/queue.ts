@@ -29,7 +29,8 @@ import type { Watch, WatchEvent } from './watch.js';
 /** Builds the error an entry ends with; locks and elections word it their own way. */
 export type LostError = (reason: LockLostReason, entry: Entry, cause?: unknown) => Error;
 
-const byCreate = (key: Buffer, revision: bigint): ICompare => ({
+/** Compares `key`'s create revision to `revision` (0: the key is absent). */
+export const byCreate = (key: Buffer, revision: bigint): ICompare => ({
   key,
   target: 'Create',
   result: 'Equal',
@@ -41,7 +42,9 @@ const byLease = (key: Buffer, session: Session): ICompare => ({
   result: 'Equal',
   lease: session.leaseId.toString(),
 });
-const revisionOf = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+/** A key's create revision: its place in its queue and its token. */
+export const revisionOf = (kv: { create_revision: string }) => BigInt(kv.create_revision);
+const byAge = (a: IKeyValue, b: IKeyValue) => (revisionOf(a) < revisionOf(b) ? -1 : 1);
 /** A join txn that neither created its key nor found it: its guard failed. */
 const isRefused = (res: ITxnResponse) =>
   !res.succeeded && res.responses[0]!.response_range.kvs.length === 0;
@@ -51,8 +54,26 @@ const tokenOf = (res: ITxnResponse) =>
     ? BigInt(res.header.revision)
     : revisionOf(res.responses[0]!.response_range.kvs[0]!);
 
+/** The first-created of `kvs`, if any. */
+export function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
+  let first: IKeyValue | undefined;
+  for (const kv of kvs) if (!first || revisionOf(kv) < revisionOf(first)) first = kv;
+  return first;
+}
+
 /** A queue member: every member key has a lease (see {@link Queue}). */
 export const isMember = (kv: IKeyValue): boolean => kv.lease !== '0';
+
+/**
+ * The keys of `kvs` that are members of the queue `range`. A queue is exactly the direct
+ * children of its prefix: a deeper key is another queue's, whose prefix is nested in this one
+ * (e.g. `electionPrefix: '/leasehold/election/a/'` beside the default prefix's election `a`).
+ * And every member has a lease (leasehold's, Go's and etcdctl's all do): a key without one is
+ * data someone put there, which must not block the queue for good. A range read cannot say
+ * either; every read of a queue filters with this.
+ */
+export const membersOf = (range: string, kvs: IKeyValue[]): IKeyValue[] =>
+  kvs.filter((kv) => isMember(kv) && rangeOf(kv.key.toString()) === range);
 
 /** etcd's refusal of a put whose lease no longer exists. */
 export const isLeaseNotFound = (err: unknown): boolean =>
@@ -209,9 +230,9 @@ export class Queue {
       throw refused ? refused(kvs) : new Error(`${this.noun} join refused by its guard`);
     }
     const token = tokenOf(res);
-    const older = this.#own(range, res.responses[1]!.response_range.kvs)
+    const older = membersOf(range, res.responses[1]!.response_range.kvs)
       .filter((kv) => revisionOf(kv) < token)
-      .sort((a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1));
+      .sort(byAge);
     const ahead = blocks ? older.filter((kv) => blocks(kv.key.toString())) : older;
     opts.admission?.seen?.(
       res.responses.slice(own).map((r) => r.response_range.kvs),
@@ -233,7 +254,7 @@ export class Queue {
     // The sorted read's first key may belong to a queue nested below this one: then the holder
     // is not known with its value (the caller reads it with `first()`).
     const sorted = opts.withHolder ? res.responses[2]!.response_range.kvs[0] : ahead[0];
-    const holder = sorted && this.#own(range, [sorted]).length > 0 ? sorted : undefined;
+    const holder = sorted && membersOf(range, [sorted]).length > 0 ? sorted : undefined;
     entry.listen(ahead, BigInt(res.header.revision), {
       // Only when the entry waits: a permit admitted beside older holders took nobody's turn.
       holder: holder && revisionOf(holder) < token && ahead.length >= capacity ? holder : undefined,
@@ -250,18 +271,6 @@ export class Queue {
   }
 
   /**
-   * The keys of `kvs` that are members of the queue `range`. A queue is exactly the direct
-   * children of its prefix: a deeper key is another queue's, whose prefix is nested in this one
-   * (e.g. `electionPrefix: '/leasehold/election/a/'` beside the default prefix's election `a`).
-   * And every member has a lease (leasehold's, Go's and etcdctl's all do): a key without one is
-   * data someone put there, which must not block the queue for good. A range read cannot say
-   * either; every read of a queue filters with this.
-   */
-  #own(range: string, kvs: IKeyValue[]): IKeyValue[] {
-    return kvs.filter((kv) => isMember(kv) && rangeOf(kv.key.toString()) === range);
-  }
-
-  /**
    * The queue of `segment` with values, oldest first, and the revision it was read at: what an
    * observer takes as the truth. Read in pages, so a large queue (or a large nested one) stays
    * within gRPC's message limit.
@@ -272,8 +281,7 @@ export class Queue {
       keysOnly: false,
       pageKeys: tunables.valuePageKeys,
     });
-    const kvs = this.#own(range, read.kvs).sort((a, b) => (revisionOf(a) < revisionOf(b) ? -1 : 1));
-    return { kvs, readAt: read.readAt };
+    return { kvs: membersOf(range, read.kvs).sort(byAge), readAt: read.readAt };
   }
 
   /**
@@ -309,20 +317,16 @@ export class Queue {
       limit: 1,
     });
     const first = res.kvs[0];
-    if (!first || this.#own(range, [first]).length > 0) return first;
+    if (!first || membersOf(range, [first]).length > 0) return first;
     // A nested queue's key (or a key without a lease) was created first: only a read of the
     // whole range can tell which is the queue's own first key. Keys only, in pages; then its value.
     const read = await readPrefix((r) => this.etcd.range(`${this.noun} first`, r), range, {
       keysOnly: true,
       pageKeys: tunables.checkPageKeys,
     });
-    let own: IKeyValue | undefined;
-    for (const kv of this.#own(range, read.kvs)) {
-      if (!own || revisionOf(kv) < revisionOf(own)) own = kv;
-    }
+    const own = firstOf(membersOf(range, read.kvs));
     if (!own) return undefined;
-    const res2 = await this.etcd.range(`${this.noun} first`, { key: own.key });
-    return res2.kvs[0];
+    return (await this.etcd.range(`${this.noun} first`, { key: own.key })).kvs[0];
   }
 
   /**
@@ -359,6 +363,11 @@ export class Queue {
  */
 type EntryState =
   { kind: 'waiting'; ahead: Set<string>; unsure: boolean } | { kind: 'first' } | { kind: 'ended' };
+const waiting = (ahead: Iterable<string>): EntryState => ({
+  kind: 'waiting',
+  ahead: new Set(ahead),
+  unsure: false,
+});
 
 /**
  * One session's key in one queue: waiting, then first (holding), then ended. Owned by the handle
@@ -372,7 +381,7 @@ export class Entry {
   readonly #end = new LossLatch<Error>(() => void this.session.isLost);
   /** Whether the latch tripped for a loss or because the owner ended the hold. */
   #endedBy: 'lost' | 'owner' | undefined;
-  #state: EntryState = { kind: 'waiting', ahead: new Set(), unsure: false };
+  #state: EntryState = waiting([]);
   /** Events below this revision are already reflected in what the entry knows. */
   #from = 0n;
   /** Resolves the wait of `waitFirst`, made only when the entry is not first at once. */
@@ -419,11 +428,7 @@ export class Entry {
     found: { holder: IKeyValue | undefined; adopted: IKeyValue | undefined },
   ): void {
     this.holder = found.holder;
-    this.#state = {
-      kind: 'waiting',
-      ahead: new Set(ahead.map((kv) => kv.key.toString())),
-      unsure: false,
-    };
+    this.#state = waiting(ahead.map((kv) => kv.key.toString()));
     this.#from = readAt + 1n;
     const sub = this.queue.watch.subscribe(rangeOf(this.key), this.#from, {
       events: (batch) => this.#events(batch),
@@ -436,7 +441,7 @@ export class Entry {
     const signal = this.session.signal;
     this.session.attach(this);
     // A replayed event may have ended it while subscribing.
-    if ((this.#state as EntryState).kind === 'ended') this.#stop();
+    if (this.#state.kind === 'ended') this.#stop();
     if (signal.aborted) this.#lose('session', signal.reason);
     // A key named after this lease but written by someone else on another lease is not ours.
     if (found.adopted && found.adopted.lease !== this.session.leaseId.toString()) {
@@ -544,14 +549,8 @@ export class Entry {
     this.#state = { kind: 'ended' };
     this.#stop();
     const key = Buffer.from(this.key);
-    this.#removing ??= this.queue.remove(
-      what,
-      this.session,
-      key,
-      byCreate(key, this.token),
-      this.slot,
-    );
-    return this.#removing;
+    const guard = byCreate(key, this.token);
+    return (this.#removing ??= this.queue.remove(what, this.session, key, guard, this.slot));
   }
 
   /** One revision's events in the queue: its own key's fate first, then the keys ahead. */
@@ -603,11 +602,7 @@ export class Entry {
     const ahead = kvs
       .filter((kv) => isMember(kv) && revisionOf(kv) < this.token)
       .map((kv) => kv.key.toString());
-    this.#state = {
-      kind: 'waiting',
-      ahead: new Set(ahead.filter((k) => state.ahead.has(k))),
-      unsure: false,
-    };
+    this.#state = waiting(ahead.filter((k) => state.ahead.has(k)));
     this.#maybeFirst();
   }
 

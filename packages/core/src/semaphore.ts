@@ -24,19 +24,11 @@ import type { ICompare, IRequestOp } from 'etcd3';
 import { acquireQueued, type Queued } from './acquire.js';
 import { LockTakenError, PermitsMismatchError } from './errors.js';
 import { toHolder, type Holder } from './hold.js';
-import { prefixEnd, rangeOf } from './keys.js';
+import { prefixEnd } from './keys.js';
 import { Lock, type AcquireOptions, type LockMaker } from './mutex.js';
 import { encodeName, invalid } from './options.js';
-import {
-  claimSlot,
-  createdAt,
-  slotRecords,
-  tidyLater,
-  useView,
-  viewReads,
-  type Ranges,
-} from './permit-slots.js';
-import { isMember, type Entry, type Queue } from './queue.js';
+import { claimSlot, slotRecords, tidyLater, useView, viewReads } from './permit-slots.js';
+import { byCreate, membersOf, type Entry, type Queue } from './queue.js';
 
 /** The most permits a semaphore can have. */
 export const MAX_PERMITS = 10_000;
@@ -116,8 +108,8 @@ export const semaphoreRanges = (prefix: string, segment: string) => ({
  * slot k's next holder wrote.
  */
 export class Permit extends Lock {
-  readonly #ranges: Ranges;
-  readonly #queue: Queue;
+  /** Removes the semaphore's slot records once it is idle (`tidyLater`). */
+  readonly #tidy: () => void;
 
   private constructor(
     entry: Entry,
@@ -126,12 +118,10 @@ export class Permit extends Lock {
     readonly permits: number,
     /** This permit's slot, 0 … permits − 1: unique among the semaphore's holders. */
     readonly slot: number,
-    queue: Queue,
-    ranges: Ranges,
+    tidy: () => void,
   ) {
     super(entry, name);
-    this.#queue = queue;
-    this.#ranges = ranges;
+    this.#tidy = tidy;
   }
 
   /** @internal */
@@ -140,10 +130,9 @@ export class Permit extends Lock {
     name: string,
     permits: number,
     slot: number,
-    queue: Queue,
-    ranges: Ranges,
+    tidy: () => void,
   ): Permit {
-    return new Permit(entry, name, permits, slot, queue, ranges);
+    return new Permit(entry, name, permits, slot, tidy);
   }
 
   /** The fencing resource of this permit's slot: `${name}#${slot}`. */
@@ -157,14 +146,14 @@ export class Permit extends Lock {
    */
   override async release(): Promise<void> {
     await super.release();
-    tidyLater(this.#queue, this.#ranges);
+    this.#tidy();
   }
 }
 
 /** The join's guard: no key of the queue `range` names other permits than `permits`. */
 function samePermits(range: string, permits: number): ICompare[] {
   const none = (from: string, to: string): ICompare => ({
-    ...createdAt(Buffer.from(from), 0n),
+    ...byCreate(Buffer.from(from), 0n),
     range_end: Buffer.from(to),
   });
   return [
@@ -210,7 +199,7 @@ function describe(maker: LockMaker, name: string, options: TryPermitOptions): Qu
       ),
     hold: async (entry, signal) => {
       const slot = await claimSlot(view, entry, permits, signal);
-      return Permit.admitted(entry, name, permits, slot, queue, ranges);
+      return Permit.admitted(entry, name, permits, slot, () => tidyLater(queue, ranges));
     },
     done: release,
   };
@@ -255,9 +244,7 @@ export async function semaphoreState(queue: Queue, name: string): Promise<Semaph
     { idempotent: true },
   );
   const [keys, slots] = res.responses.map((r) => r.response_range.kvs);
-  const kvs = (keys ?? []).filter(
-    (kv) => isMember(kv) && rangeOf(kv.key.toString()) === ranges.queue,
-  );
+  const kvs = membersOf(ranges.queue, keys ?? []);
   const records = slotRecords(ranges, slots ?? []);
   const limit = kvs.map((kv) => permitsOf(kv.key.toString())).find((p) => p !== undefined);
   const state: SemaphoreState = { permits: limit, holders: [], waiting: [] };

@@ -77,14 +77,11 @@ class Turn implements Slot {
   }
 }
 
+/** The local turns of one queue's keys (see the file's comment). */
 export class Slots {
   readonly #records = new Map<string, Record>();
 
-  /**
-   * Serialises one queue key's entries. The key is named after its session's lease, so two
-   * entries of one session at once would share it; each waits until the previous one's key is
-   * gone from etcd, then creates it afresh with its own create revision (its own token).
-   */
+  /** Queues an entry for `key`: its turn comes once every earlier entry for it has left. */
   enter(key: string): Slot {
     let record = this.#records.get(key);
     if (!record) {

@@ -345,7 +345,11 @@ export class Watch {
   async #check(): Promise<boolean> {
     let read: { kvs: IKeyValue[]; readAt: bigint };
     try {
-      read = await this.#readAll();
+      // Keys only, in pages that stay far below gRPC's message limit, at one revision.
+      read = await readPrefix((r) => this.etcd.range('watch check', r), this.prefix, {
+        keysOnly: true,
+        pageKeys: tunables.checkPageKeys,
+      });
     } catch (err) {
       if (isEnded(err)) this.close();
       return false; // unreachable: tried again soon; the sessions' deadlines still hold
@@ -368,14 +372,6 @@ export class Watch {
       this.#allUnsure();
     }
     return true;
-  }
-
-  /** The prefix's keys at one revision, in pages that stay far below gRPC's message limit. */
-  #readAll(): Promise<{ kvs: IKeyValue[]; readAt: bigint }> {
-    return readPrefix((request) => this.etcd.range('watch check', request), this.prefix, {
-      keysOnly: true,
-      pageKeys: tunables.checkPageKeys,
-    });
   }
 
   /** Whether the stream answers a progress request within one attempt's deadline. */
