@@ -4,17 +4,18 @@
  * tagged keys, so that one session can hold several permits or read holds of one name at once.
  */
 import type { IKeyValue } from 'etcd3';
-import { raceSignal, timeoutSignal } from './clock.js';
+import { raceSignal } from './clock.js';
 import { LockTimeoutError } from './errors.js';
 import {
   holderValue,
   lostError,
   sessionFor,
+  waitDeadline,
   type AcquireOptions,
   type Lock,
   type LockMaker,
 } from './mutex.js';
-import { checkOptions, validateDurationMs } from './options.js';
+import { checkOptions } from './options.js';
 import type { Admission, Entry } from './queue.js';
 
 /** What a kind of hold asks of the lock queue, worked out from the call's arguments. */
@@ -72,14 +73,7 @@ async function acquireWith<H extends Lock>(
   joined: (entry: Entry) => void,
 ): Promise<H> {
   const value = holderValue(options);
-  const ms =
-    options.timeoutMs === undefined
-      ? undefined
-      : validateDurationMs('timeoutMs', options.timeoutMs);
-  using timeout =
-    ms === undefined
-      ? undefined
-      : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms, queued.what));
+  using timeout = waitDeadline(maker, options, (ms) => new LockTimeoutError(name, ms, queued.what));
   const [session, signal] = await sessionFor(maker, options, timeout?.signal);
   const entry = await maker.locks.join(queued.segment, session, {
     value,
