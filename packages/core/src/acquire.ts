@@ -57,45 +57,32 @@ export function acquireQueued<H extends Lock>(
     checkOptions(options, allowed as (keyof AcquireOptions)[]);
     const queued = describe();
     try {
-      return await acquireWith(maker, name, options, wait, queued, joined);
+      const value = holderValue(options);
+      const timedOut = (ms: number) => new LockTimeoutError(name, ms, queued.what);
+      using timeout = waitDeadline(maker, options, timedOut);
+      const [session, signal] = await sessionFor(maker, options, timeout?.signal);
+      const entry = await maker.locks.join(queued.segment, session, {
+        value,
+        signal,
+        lostError,
+        tag: queued.tag,
+        admission: queued.admission,
+        withHolder: !wait,
+      });
+      if (!wait && !entry.isFirst) {
+        await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
+        throw queued.taken(entry.holder);
+      }
+      joined(entry);
+      if (wait) await entry.waitFirst(signal);
+      try {
+        return await queued.hold(entry, signal);
+      } catch (err) {
+        void entry.remove('withdraw').catch(() => undefined);
+        throw err;
+      }
     } finally {
       queued.done?.();
     }
   });
-}
-
-async function acquireWith<H extends Lock>(
-  maker: LockMaker,
-  name: string,
-  options: AcquireOptions,
-  wait: boolean,
-  queued: Queued<H>,
-  joined: (entry: Entry) => void,
-): Promise<H> {
-  const value = holderValue(options);
-  using timeout = waitDeadline(maker, options, (ms) => new LockTimeoutError(name, ms, queued.what));
-  const [session, signal] = await sessionFor(maker, options, timeout?.signal);
-  const entry = await maker.locks.join(queued.segment, session, {
-    value,
-    signal,
-    lostError,
-    tag: queued.tag,
-    admission: queued.admission,
-    withHolder: !wait,
-  });
-  if (wait) {
-    joined(entry);
-    await entry.waitFirst(signal);
-  } else if (entry.isFirst) {
-    joined(entry);
-  } else {
-    await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
-    throw queued.taken(entry.holder);
-  }
-  try {
-    return await queued.hold(entry, signal);
-  } catch (err) {
-    void entry.remove('withdraw').catch(() => undefined);
-    throw err;
-  }
 }
