@@ -138,8 +138,8 @@ export async function lead(
   const changed = maker.elections.etcd.onChanged(() => ended.abort());
   const stopWaiting = anySignal(maker.closed, ended.signal);
   const stopObserving = new AbortController();
-  if (options.onNewLeader) {
-    const onNewLeader = options.onNewLeader;
+  const { onNewLeader } = options;
+  if (onNewLeader) {
     const states = maker.observeSegment(who.segment, stopObserving.signal);
     void (async () => {
       for await (const { leader } of states) notify(onNewLeader, leader);
