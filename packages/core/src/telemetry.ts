@@ -206,10 +206,9 @@ function listening(options: TelemetryOptions): { tracing: boolean; metering: boo
     options.tracerProvider !== undefined ||
     typeof global.getDelegate !== 'function' ||
     global.getDelegate() !== noopTracers;
-  const noopMeter = createNoopMeter();
   const metering =
     options.meterProvider !== undefined ||
-    metrics.getMeterProvider().getMeter(SCOPE).constructor !== noopMeter.constructor;
+    metrics.getMeterProvider().getMeter(SCOPE).constructor !== createNoopMeter().constructor;
   return { tracing, metering };
 }
 
