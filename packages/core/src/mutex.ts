@@ -114,12 +114,11 @@ export function tryAcquire(
       throw taken(await raceSignal(maker.locks.first(segment), signal));
     }
     using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
-    const turnSignal = bound.signal;
     const entry = await maker.locks.join(segment, session, {
       value,
       signal,
       lostError,
-      turnSignal,
+      turnSignal: bound.signal,
       withHolder: true,
     });
     if (entry.isFirst) {

@@ -343,8 +343,7 @@ export class Etcd {
 
   /** Makes etcd3 authenticate again before its next call or stream. */
   #forgetToken(): void {
-    const pool = (this.client as unknown as { pool?: Pool }).pool;
-    pool?.authenticator?.invalidateMetadata?.();
+    (this.client as unknown as { pool?: Pool }).pool?.authenticator?.invalidateMetadata?.();
   }
 
   #diagnose(
