@@ -175,11 +175,9 @@ async function open(
     auth: validateAuth(options.auth),
     client: wire?.client,
   };
-  const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
-  const electionPrefix = validatePrefix(
-    'electionPrefix',
-    options.electionPrefix ?? defaults.electionPrefix,
-  );
+  const prefix = (name: 'lockPrefix' | 'electionPrefix') =>
+    validatePrefix(name, options[name] ?? defaults[name]);
+  const [lockPrefix, electionPrefix] = [prefix('lockPrefix'), prefix('electionPrefix')];
   if (lockPrefix.startsWith(electionPrefix) || electionPrefix.startsWith(lockPrefix)) {
     throw invalid(
       'electionPrefix',

@@ -142,16 +142,14 @@ export class Etcd {
    */
   static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
     const etcd = new Etcd(options);
+    const range = { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey) };
     const probe = logRetries(options.telemetry.log, options.clock, 'connect', (ms: number) =>
-      etcd.client.kv.range(
-        { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
-        { deadline: Date.now() + ms },
-      ),
+      etcd.client.kv.range({ ...range, count_only: true }, { deadline: Date.now() + ms }),
     );
     const giveUpAt = options.clock.now() + options.dialTimeoutMs;
     // Between dials no socket is open: without this the process could exit mid-connect.
     const release = options.clock.hold();
-    const probeKeys = () => describeRanges([{ key: probeKey, range_end: prefixEnd(probeKey) }]);
+    const probeKeys = () => describeRanges([range]);
     let tls: ReturnType<typeof tlsFailureOf>; // the latest TLS failure of any attempt
     try {
       for (
