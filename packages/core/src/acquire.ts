@@ -4,17 +4,18 @@
  * tagged keys, so that one session can hold several permits or read holds of one name at once.
  */
 import type { IKeyValue } from 'etcd3';
-import { raceSignal, timeoutSignal } from './clock.js';
+import { raceSignal } from './clock.js';
 import { LockTimeoutError } from './errors.js';
 import {
   holderValue,
   lostError,
   sessionFor,
+  waitDeadline,
   type AcquireOptions,
   type Lock,
   type LockMaker,
 } from './mutex.js';
-import { checkOptions, validateDurationMs } from './options.js';
+import { checkOptions } from './options.js';
 import type { Admission, Entry } from './queue.js';
 
 /** What a kind of hold asks of the lock queue, worked out from the call's arguments. */
@@ -56,52 +57,32 @@ export function acquireQueued<H extends Lock>(
     checkOptions(options, allowed as (keyof AcquireOptions)[]);
     const queued = describe();
     try {
-      return await acquireWith(maker, name, options, wait, queued, joined);
+      const value = holderValue(options);
+      const timedOut = (ms: number) => new LockTimeoutError(name, ms, queued.what);
+      using timeout = waitDeadline(maker, options, timedOut);
+      const [session, signal] = await sessionFor(maker, options, timeout?.signal);
+      const entry = await maker.locks.join(queued.segment, session, {
+        value,
+        signal,
+        lostError,
+        tag: queued.tag,
+        admission: queued.admission,
+        withHolder: !wait,
+      });
+      if (!wait && !entry.isFirst) {
+        await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
+        throw queued.taken(entry.holder);
+      }
+      joined(entry);
+      if (wait) await entry.waitFirst(signal);
+      try {
+        return await queued.hold(entry, signal);
+      } catch (err) {
+        void entry.remove('withdraw').catch(() => undefined);
+        throw err;
+      }
     } finally {
       queued.done?.();
     }
   });
-}
-
-async function acquireWith<H extends Lock>(
-  maker: LockMaker,
-  name: string,
-  options: AcquireOptions,
-  wait: boolean,
-  queued: Queued<H>,
-  joined: (entry: Entry) => void,
-): Promise<H> {
-  const value = holderValue(options);
-  const ms =
-    options.timeoutMs === undefined
-      ? undefined
-      : validateDurationMs('timeoutMs', options.timeoutMs);
-  using timeout =
-    ms === undefined
-      ? undefined
-      : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms, queued.what));
-  const [session, signal] = await sessionFor(maker, options, timeout?.signal);
-  const entry = await maker.locks.join(queued.segment, session, {
-    value,
-    signal,
-    lostError,
-    tag: queued.tag,
-    admission: queued.admission,
-    withHolder: !wait,
-  });
-  if (wait) {
-    joined(entry);
-    await entry.waitFirst(signal);
-  } else if (entry.isFirst) {
-    joined(entry);
-  } else {
-    await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
-    throw queued.taken(entry.holder);
-  }
-  try {
-    return await queued.hold(entry, signal);
-  } catch (err) {
-    void entry.remove('withdraw').catch(() => undefined);
-    throw err;
-  }
 }

@@ -156,17 +156,13 @@ async function open(
   wire: { client: WireClient; endpoint: string } | undefined,
 ): Promise<Leasehold> {
   checkOptions(options, [...connectOptionNames], { hidden: ['clock'] });
-  const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs') =>
+  const ms = (name: 'dialTimeoutMs' | 'callTimeoutMs' | 'recheckIntervalMs' | 'stallThresholdMs') =>
     validateDurationMs(name, options[name] ?? defaults[name], MAX_TIMER_MS);
   const endpoints = wire ? [wire.endpoint] : validateEndpoints(options.endpoints);
   const clock = options.clock ?? systemClock;
   const log = toLogger(options.logger);
   const telemetry = new Telemetry(log, validateTelemetry(options.telemetry), clock);
-  const stallThresholdMs = validateDurationMs(
-    'stallThresholdMs',
-    options.stallThresholdMs ?? defaults.stallThresholdMs,
-    MAX_TIMER_MS,
-  );
+  const stallThresholdMs = ms('stallThresholdMs');
   const etcdOptions = {
     telemetry,
     clock,
@@ -179,11 +175,9 @@ async function open(
     auth: validateAuth(options.auth),
     client: wire?.client,
   };
-  const lockPrefix = validatePrefix('lockPrefix', options.lockPrefix ?? defaults.lockPrefix);
-  const electionPrefix = validatePrefix(
-    'electionPrefix',
-    options.electionPrefix ?? defaults.electionPrefix,
-  );
+  const prefix = (name: 'lockPrefix' | 'electionPrefix') =>
+    validatePrefix(name, options[name] ?? defaults[name]);
+  const [lockPrefix, electionPrefix] = [prefix('lockPrefix'), prefix('electionPrefix')];
   if (lockPrefix.startsWith(electionPrefix) || electionPrefix.startsWith(lockPrefix)) {
     throw invalid(
       'electionPrefix',

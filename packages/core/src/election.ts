@@ -4,11 +4,11 @@
  * value; the leader is the candidate with the lowest create revision, which is also the term's
  * fencing token. `etcdctl elect` candidates and leasehold candidates share one election.
  */
-import { timeoutSignal, type Clock } from './clock.js';
+import type { Clock } from './clock.js';
 import { CampaignTimeoutError, LeadershipLostError, LeadershipResignedError } from './errors.js';
 import { Hold, lossWhy } from './hold.js';
-import { sessionFor } from './mutex.js';
-import { checkOptions, encodeName, validateDurationMs, validateValue } from './options.js';
+import { sessionFor, waitDeadline } from './mutex.js';
+import { checkOptions, encodeName, validateValue } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
 import type { LeaderState } from './observe.js';
 import type { Session } from './session.js';
@@ -77,48 +77,33 @@ export function candidate(election: string, value: string): Candidate {
 /** {@link campaign} for a candidacy already checked. */
 export function campaignAs(
   maker: ElectionMaker,
-  who: Candidate,
-  options: CampaignOptions,
-): Promise<Leadership> {
-  const span = 'leasehold.election.campaign';
-  return maker.elections.etcd.telemetry.acquisition('election', span, who.election, options, (j) =>
-    campaignNow(maker, who, options, j),
-  );
-}
-
-async function campaignNow(
-  maker: ElectionMaker,
   { election, segment, value, bytes }: Candidate,
   options: CampaignOptions,
-  joined: (entry: Entry) => void,
 ): Promise<Leadership> {
-  checkOptions(options, ['signal', 'timeoutMs', 'session']);
-  const ms =
-    options.timeoutMs === undefined
-      ? undefined
-      : validateDurationMs('timeoutMs', options.timeoutMs);
-  using timeout =
-    ms === undefined
-      ? undefined
-      : timeoutSignal(maker.clock, ms, () => new CampaignTimeoutError(election, ms));
-  const [session, signal] = await sessionFor(maker, options, timeout?.signal);
-  const entry = await maker.elections.join(segment, session, {
-    value: bytes,
-    signal,
-    lostError: lostError(election),
+  const { telemetry } = maker.elections.etcd;
+  const span = 'leasehold.election.campaign';
+  return telemetry.acquisition('election', span, election, options, async (joined) => {
+    checkOptions(options, ['signal', 'timeoutMs', 'session']);
+    using timeout = waitDeadline(maker, options, (ms) => new CampaignTimeoutError(election, ms));
+    const [session, signal] = await sessionFor(maker, options, timeout?.signal);
+    const entry = await maker.elections.join(segment, session, {
+      value: bytes,
+      signal,
+      lostError: lostError(election),
+    });
+    let leadership: Leadership;
+    try {
+      leadership = new Leadership(entry, election);
+      // A resumed candidacy keeps its place; it runs with the value given now (as in Go).
+      if (!entry.value.equals(bytes)) await leadership.proclaim(value);
+    } catch (err) {
+      void entry.remove('withdraw').catch(() => undefined);
+      throw err;
+    }
+    joined(entry);
+    await entry.waitFirst(signal);
+    return leadership;
   });
-  let leadership: Leadership;
-  try {
-    leadership = new Leadership(entry, election);
-    // A resumed candidacy keeps its place; it runs with the value given now (as in Go).
-    if (!entry.value.equals(bytes)) await leadership.proclaim(value);
-  } catch (err) {
-    void entry.remove('withdraw').catch(() => undefined);
-    throw err;
-  }
-  joined(entry);
-  await entry.waitFirst(signal);
-  return leadership;
 }
 
 /**

@@ -1,17 +1,10 @@
 /**
- * Every error leasehold's core throws extends {@link LeaseholdError}: a stable `code`, a `name`
- * equal to its class name, and the underlying failure as `cause`.
- *
- * Use the `isX(err)` guards rather than `instanceof`: they check a brand registered with
- * `Symbol.for`, so they keep working when two copies of the package are installed. The brand is
- * core's own, except for bad input: every package's `InvalidArgumentError` carries one shared
- * brand, so `isInvalidArgumentError` answers for all of them.
+ * Brands registered with `Symbol.for`, so that the `isX(err)` guards (unlike `instanceof`) keep
+ * working when two copies of a package are installed: core's own, and one that every leasehold
+ * package's `InvalidArgumentError` carries (core's, fence's, cron's), so that
+ * `isInvalidArgumentError` answers for bad input to any of them.
  */
 const BRAND = Symbol.for('leasehold.core.error');
-/**
- * The brand every leasehold package's `InvalidArgumentError` carries (core's, fence's, cron's),
- * so one guard, `isInvalidArgumentError`, answers for bad input to any of them.
- */
 const INVALID_ARGUMENT_BRAND = Symbol.for('leasehold.invalid-argument');
 
 /** The stable `code` of every {@link LeaseholdError}, one per error class. */

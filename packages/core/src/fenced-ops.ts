@@ -2,10 +2,9 @@
  * The one check of a fenced write's operations, for a hold's `fencedWrite` and for
  * `@leasehold/fence/etcd`'s `fencedTxn` alike: a non-empty array of puts and deletes, each key
  * outside every lock and election queue (`reserved`: the client's prefixes), without unpaired
- * surrogates, and
- * named once (`taken`: keys the txn itself writes besides, with what they are, such as a
- * resource's fence key). Returns the txn's requests; throws `InvalidArgumentError` naming the op
- * before anything is sent.
+ * surrogates, and named once (`taken`: keys the txn itself writes besides, with what they are,
+ * such as a resource's fence key). Returns the txn's requests; throws `InvalidArgumentError`
+ * naming the op before anything is sent.
  */
 import type { IRequestOp } from 'etcd3';
 import { invalid, LONE_SURROGATE } from './options.js';

@@ -211,10 +211,7 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
     return this.#entry.txn(what, ops);
   }
 
-  /**
-   * Ends the hold: `signal` aborts at once with `reason`, then the key is deleted only if it
-   * still has this hold's create revision. Idempotent; see the subclass's release or resign.
-   */
+  /** The subclass's release or resign: `signal` aborts with `reason()`, then the key is removed. */
   protected end(what: 'release' | 'resign', reason: () => Ended): Promise<void> {
     const telemetry = this.session.telemetry;
     const span = what === 'release' ? 'leasehold.lock.release' : 'leasehold.election.resign';

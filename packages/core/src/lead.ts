@@ -138,8 +138,8 @@ export async function lead(
   const changed = maker.elections.etcd.onChanged(() => ended.abort());
   const stopWaiting = anySignal(maker.closed, ended.signal);
   const stopObserving = new AbortController();
-  if (options.onNewLeader) {
-    const onNewLeader = options.onNewLeader;
+  const { onNewLeader } = options;
+  if (onNewLeader) {
     const states = maker.observeSegment(who.segment, stopObserving.signal);
     void (async () => {
       for await (const { leader } of states) notify(onNewLeader, leader);
@@ -246,7 +246,7 @@ async function term(
 /** How a term that was told to stop ended: shut down (or resigned), or lost. */
 function stopped(leadership: Leadership, shutdown: AbortSignal | undefined): TermEnd {
   const lost = leadership.signal.reason as LeaseholdError;
-  if (shutdown?.aborted || !leadership.signal.aborted || isResigned(lost)) {
+  if (shutdown?.aborted || !leadership.signal.aborted || lost.code === 'LEADERSHIP_RESIGNED') {
     return { kind: 'shutdown' };
   }
   return { kind: 'lost', error: lost };
@@ -257,8 +257,6 @@ function assertOpen(maker: ElectionMaker): void {
   if (maker.closed.aborted) throw new ClientClosedError();
   maker.elections.etcd.assertUsable();
 }
-
-const isResigned = (err: LeaseholdError) => err.code === 'LEADERSHIP_RESIGNED';
 
 /** Whether campaigning again can cure `err`: etcd was unreachable, or a term or lease was lost. */
 function curable(err: unknown, session: Session | undefined): boolean {

@@ -2,6 +2,7 @@
  * Locks: etcd's Go `concurrency.Mutex`, key for key, on the queue primitive. The holder's create
  * revision is its fencing token; release is guarded by it.
  */
+import type { IKeyValue } from 'etcd3';
 import { anySignal, raceSignal, timeoutSignal, type Clock } from './clock.js';
 import {
   EtcdUnavailableError,
@@ -21,9 +22,6 @@ import {
 } from './options.js';
 import type { Entry, LostError, Queue } from './queue.js';
 import { assertSession, type Session } from './session.js';
-
-/** Tells the acquisition's telemetry that its key is in the queue (see `Telemetry.acquisition`). */
-type Joined = (entry: Entry) => void;
 
 /**
  * Options of `client.acquire(name, options)` (and of `acquireRead`/`acquireWrite`, `withLock`);
@@ -74,30 +72,17 @@ export const lostError: LostError = (reason, entry, cause) => {
 /** Waits for the lock `name` (FIFO) and returns it held. */
 export function acquire(maker: LockMaker, name: string, options: AcquireOptions): Promise<Lock> {
   const span = 'leasehold.lock.acquire';
-  return maker.locks.etcd.telemetry.acquisition('lock', span, name, options, (joined) =>
-    acquireNow(maker, name, options, joined),
-  );
-}
-
-async function acquireNow(
-  maker: LockMaker,
-  name: string,
-  options: AcquireOptions,
-  joined: Joined,
-): Promise<Lock> {
-  const { timeoutMs } = checkOptions(options, ['signal', 'timeoutMs', 'session', 'value']);
-  const segment = encodeName(name);
-  const value = holderValue(options);
-  const ms = timeoutMs === undefined ? undefined : validateDurationMs('timeoutMs', timeoutMs);
-  using timeout =
-    ms === undefined
-      ? undefined
-      : timeoutSignal(maker.clock, ms, () => new LockTimeoutError(name, ms));
-  const [session, signal] = await sessionFor(maker, options, timeout?.signal);
-  const entry = await maker.locks.join(segment, session, { value, signal, lostError });
-  joined(entry);
-  await entry.waitFirst(signal);
-  return Lock.held(entry, name);
+  return maker.locks.etcd.telemetry.acquisition('lock', span, name, options, async (joined) => {
+    checkOptions(options, ['signal', 'timeoutMs', 'session', 'value']);
+    const segment = encodeName(name);
+    const value = holderValue(options);
+    using timeout = waitDeadline(maker, options, (ms) => new LockTimeoutError(name, ms));
+    const [session, signal] = await sessionFor(maker, options, timeout?.signal);
+    const entry = await maker.locks.join(segment, session, { value, signal, lostError });
+    joined(entry);
+    await entry.waitFirst(signal);
+    return Lock.held(entry, name);
+  });
 }
 
 /** Takes the lock `name` only if it is free now; otherwise rejects with `LockTakenError`. */
@@ -107,58 +92,43 @@ export function tryAcquire(
   options: TryAcquireOptions,
 ): Promise<Lock> {
   const span = 'leasehold.lock.try_acquire';
-  return maker.locks.etcd.telemetry.acquisition('lock', span, name, options, (joined) =>
-    tryAcquireNow(maker, name, options, joined),
-  );
-}
-
-async function tryAcquireNow(
-  maker: LockMaker,
-  name: string,
-  options: TryAcquireOptions,
-  joined: Joined,
-): Promise<Lock> {
-  checkOptions(options, ['signal', 'session', 'value']);
-  const segment = encodeName(name);
-  const value = holderValue(options);
-  // Only an earlier hold of this session, still being removed, can be ahead of us locally:
-  // wait for that a bounded time, not for as long as someone holds the lock.
-  const ms = maker.locks.etcd.options.callTimeoutMs;
-  const why = `lock ${JSON.stringify(name)}: an earlier hold of it on this session was still being removed from etcd after ${ms} ms`;
-  const [session, signal] = await sessionFor(maker, options, undefined);
-  const key = `${maker.locks.range(segment)}${session.leaseId.toString(16)}`;
-  if (maker.locks.busy(key) !== undefined) {
+  return maker.locks.etcd.telemetry.acquisition('lock', span, name, options, async (joined) => {
+    checkOptions(options, ['signal', 'session', 'value']);
+    const segment = encodeName(name);
+    const value = holderValue(options);
+    // Only an earlier hold of this session, still being removed, can be ahead of us locally:
+    // wait for that a bounded time, not for as long as someone holds the lock.
+    const ms = maker.locks.etcd.options.callTimeoutMs;
+    const why = `lock ${JSON.stringify(name)}: an earlier hold of it on this session was still being removed from etcd after ${ms} ms`;
+    const [session, signal] = await sessionFor(maker, options, undefined);
+    const key = `${maker.locks.range(segment)}${session.leaseId.toString(16)}`;
+    const taken = (holder: IKeyValue | undefined) =>
+      new LockTakenError(
+        name,
+        holder?.key.toString() ?? key,
+        BigInt(holder?.create_revision ?? 0),
+        holder?.value.toString() ?? '',
+      );
     // This session holds it or already waits for it: report whoever is first right now.
-    const first = await raceSignal(maker.locks.first(segment), signal);
-    throw new LockTakenError(
-      name,
-      first?.key.toString() ?? key,
-      BigInt(first?.create_revision ?? 0),
-      first?.value.toString() ?? '',
-    );
-  }
-  using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
-  const turnSignal = bound.signal;
-  const entry = await maker.locks.join(segment, session, {
-    value,
-    signal,
-    lostError,
-    turnSignal,
-    withHolder: true,
+    if (maker.locks.busy(key) !== undefined) {
+      throw taken(await raceSignal(maker.locks.first(segment), signal));
+    }
+    using bound = timeoutSignal(maker.clock, ms, () => new EtcdUnavailableError(why));
+    const entry = await maker.locks.join(segment, session, {
+      value,
+      signal,
+      lostError,
+      turnSignal: bound.signal,
+      withHolder: true,
+    });
+    if (entry.isFirst) {
+      joined(entry);
+      return Lock.held(entry, name);
+    }
+    await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
+    // The join names the holder with its value, unless a nested queue's key hid it from the read.
+    throw taken(entry.holder ?? (await raceSignal(maker.locks.first(segment), signal)));
   });
-  if (entry.isFirst) {
-    joined(entry);
-    return Lock.held(entry, name);
-  }
-  await raceSignal(entry.remove('withdraw'), signal); // one attempt; the rest in the background
-  // The join names the holder with its value, unless a nested queue's key hid it from the read.
-  const holder = entry.holder ?? (await raceSignal(maker.locks.first(segment), signal));
-  throw new LockTakenError(
-    name,
-    holder?.key.toString() ?? key,
-    BigInt(holder?.create_revision ?? 0),
-    holder?.value.toString() ?? '',
-  );
 }
 
 /** The default holder value's bytes: one copy for every hold of the process (never written). */
@@ -167,6 +137,17 @@ let defaultValueBytes: Buffer | undefined;
 export function holderValue(options: AcquireOptions): Buffer {
   if (options.value === undefined) return (defaultValueBytes ??= Buffer.from(defaultHolderValue()));
   return Buffer.from(validateValue('value', options.value));
+}
+
+/** The wait's deadline, if `options.timeoutMs` is given: it aborts with `error(ms)`. */
+export function waitDeadline(
+  maker: Pick<LockMaker, 'clock'>,
+  options: { timeoutMs?: number | undefined },
+  error: (ms: number) => Error,
+): ({ signal: AbortSignal } & Disposable) | undefined {
+  if (options.timeoutMs === undefined) return undefined;
+  const ms = validateDurationMs('timeoutMs', options.timeoutMs);
+  return timeoutSignal(maker.clock, ms, () => error(ms));
 }
 
 /** The session to hold on, and one signal for the wait: the caller's, the bound, the session. */

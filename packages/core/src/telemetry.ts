@@ -206,10 +206,9 @@ function listening(options: TelemetryOptions): { tracing: boolean; metering: boo
     options.tracerProvider !== undefined ||
     typeof global.getDelegate !== 'function' ||
     global.getDelegate() !== noopTracers;
-  const noopMeter = createNoopMeter();
   const metering =
     options.meterProvider !== undefined ||
-    metrics.getMeterProvider().getMeter(SCOPE).constructor !== noopMeter.constructor;
+    metrics.getMeterProvider().getMeter(SCOPE).constructor !== createNoopMeter().constructor;
   return { tracing, metering };
 }
 
@@ -330,7 +329,7 @@ export class Telemetry {
     options: unknown,
     run: (joined: (entry: { holder?: unknown }) => void) => Promise<H>,
   ): Promise<H> {
-    if (!this.#tracing && !this.#metering) return run(ignoreJoin);
+    if (!this.#tracing && !this.#metering) return run(ignore);
     let joinedAt: number | undefined;
     let behind = false;
     const joined = (entry: { holder?: unknown }) => {
@@ -381,7 +380,7 @@ export class Telemetry {
     attributes: Attributes | (() => Attributes),
     fn: (annotate: (attributes: Attributes) => void) => Promise<T>,
   ): Promise<T> {
-    if (!this.#tracing) return fn(ignoreAttributes);
+    if (!this.#tracing) return fn(ignore);
     let span: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
     this.#safely(() => {
       span = this.#tracer.startSpan(name, {
@@ -414,8 +413,7 @@ export class Telemetry {
   }
 }
 
-const ignoreJoin = () => {};
-const ignoreAttributes = () => {};
+const ignore = () => {};
 
 /** `make()`, or the no-op `fallback()` if the user's provider throws. */
 function orElse<T>(make: () => T, fallback: () => T, log: Logger): T {

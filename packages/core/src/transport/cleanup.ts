@@ -1,7 +1,3 @@
-/**
- * Clean-up that must happen even while etcd is away: a revoke, a key removal. One attempt is
- * awaited (one deadline); the rest goes on in the background until done, moot or refused.
- */
 import { sleep, type Clock } from '../clock.js';
 import { EtcdUnavailableError, isLeaseholdError, type LeaseholdError } from '../errors.js';
 import { tunables } from '../options.js';

@@ -105,21 +105,20 @@ export function tlsFailureOf(err: unknown): TlsFailure | undefined {
   return PATTERNS.find(([, pattern]) => pattern.test(message))?.[0];
 }
 
+const TLS_FIXES: Record<TlsFailure, string> = {
+  'untrusted-server':
+    "the server's certificate is not signed by tls.caCert (or it expired); pass the CA that signed etcd's --cert-file",
+  'name-mismatch':
+    "the server's certificate does not name the endpoint's host; connect by a name or IP in its subject alternative names, or reissue it with them",
+  'client-cert-rejected':
+    'etcd requires a client certificate (--client-cert-auth) signed by its --trusted-ca-file and got none, or another; set tls.clientCert and tls.clientKey',
+  'server-not-tls':
+    'the server does not speak TLS; use http:// endpoints without tls, or enable TLS on etcd (--cert-file, --key-file)',
+  'server-requires-tls': 'the server speaks TLS; use https:// endpoints and set tls.caCert',
+};
+
 /** What each failure means and how to fix it, for the error message. */
-export function describeTlsFailure(failure: TlsFailure): string {
-  switch (failure) {
-    case 'untrusted-server':
-      return "the server's certificate is not signed by tls.caCert (or it expired); pass the CA that signed etcd's --cert-file";
-    case 'name-mismatch':
-      return "the server's certificate does not name the endpoint's host; connect by a name or IP in its subject alternative names, or reissue it with them";
-    case 'client-cert-rejected':
-      return 'etcd requires a client certificate (--client-cert-auth) signed by its --trusted-ca-file and got none, or another; set tls.clientCert and tls.clientKey';
-    case 'server-not-tls':
-      return 'the server does not speak TLS; use http:// endpoints without tls, or enable TLS on etcd (--cert-file, --key-file)';
-    case 'server-requires-tls':
-      return 'the server speaks TLS; use https:// endpoints and set tls.caCert';
-  }
-}
+export const describeTlsFailure = (failure: TlsFailure): string => TLS_FIXES[failure];
 
 /**
  * Whether `endpoint` (`http://host:port`) completes a TLS handshake within `timeoutMs`: it then

@@ -10,11 +10,9 @@
  *   member that let an attempt hang rests while the others serve (see `Members`), so a frozen
  *   member or a dead leader costs a call about one attempt, not `callTimeoutMs`; a member that
  *   reset its connection is tried again after 250 ms (etcd3's default rests it 5 s);
- * - cluster identity: every answer must carry the cluster id seen at connect, and a linearizable
- *   answer must not carry a revision below the highest one known when its request was sent (a
- *   snapshot restore with the same member settings keeps the cluster id but rewinds revisions).
- *   Either breach ends the client for good with {@link ClusterChangedError}, and the answer is
- *   never handed on;
+ * - cluster identity (see `Identity`): an answer from another cluster, or a linearizable one from
+ *   a rewound history (a snapshot restore), ends the client for good with
+ *   {@link ClusterChangedError}, and is never handed on;
  * - streams are tracked, so `close()` leaves nothing running.
  */
 import {
@@ -144,16 +142,14 @@ export class Etcd {
    */
   static async open(options: EtcdOptions, probeKey: string, signal?: AbortSignal): Promise<Etcd> {
     const etcd = new Etcd(options);
+    const range = { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey) };
     const probe = logRetries(options.telemetry.log, options.clock, 'connect', (ms: number) =>
-      etcd.client.kv.range(
-        { key: Buffer.from(probeKey), range_end: prefixEnd(probeKey), count_only: true },
-        { deadline: Date.now() + ms },
-      ),
+      etcd.client.kv.range({ ...range, count_only: true }, { deadline: Date.now() + ms }),
     );
     const giveUpAt = options.clock.now() + options.dialTimeoutMs;
     // Between dials no socket is open: without this the process could exit mid-connect.
     const release = options.clock.hold();
-    const probeKeys = () => describeRanges([{ key: probeKey, range_end: prefixEnd(probeKey) }]);
+    const probeKeys = () => describeRanges([range]);
     let tls: ReturnType<typeof tlsFailureOf>; // the latest TLS failure of any attempt
     try {
       for (
@@ -273,11 +269,7 @@ export class Etcd {
     return this.call(what, (o) => this.client.kv.range(request, o), { idempotent: true, keys });
   }
 
-  /**
-   * Checks an answer's header (see `Identity`): pass what was known when its request was sent for
-   * a linearizable answer; a stream answer (keepalive, watch) may come from a lagging member, so
-   * only its cluster id is checked. Throws `ClusterChangedError` on a breach.
-   */
+  /** Checks an answer's header, as `Identity.check` (`known` only for a linearizable answer). */
   observe(header: IResponseHeader | undefined, known?: { revision: bigint; term: bigint }): void {
     this.assertUsable();
     if (header) this.#identity.check(header, known);
@@ -349,8 +341,7 @@ export class Etcd {
 
   /** Makes etcd3 authenticate again before its next call or stream. */
   #forgetToken(): void {
-    const pool = (this.client as unknown as { pool?: Pool }).pool;
-    pool?.authenticator?.invalidateMetadata?.();
+    (this.client as unknown as { pool?: Pool }).pool?.authenticator?.invalidateMetadata?.();
   }
 
   #diagnose(

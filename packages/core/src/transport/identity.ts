@@ -9,6 +9,7 @@
  *
  * Either breach is final: the client has met another history, and every listener hears it once.
  */
+import type { IResponseHeader } from 'etcd3';
 import { ClusterChangedError } from '../errors.js';
 import { Listeners } from '../latch.js';
 
@@ -19,11 +20,7 @@ export interface Known {
 }
 
 /** The parts of etcd's response header identity looks at. */
-export interface Header {
-  cluster_id: string;
-  revision: string;
-  raft_term: string;
-}
+export type Header = Pick<IResponseHeader, 'cluster_id' | 'revision' | 'raft_term'>;
 
 export class Identity {
   #clusterId = '';
