@@ -129,7 +129,7 @@ export abstract class Hold<Lost extends Error, Ended extends Error> implements A
    * hold is lost or ended. Reading it checks the deadline, like every other read.
    */
   timeLeftMs(): number {
-    return this.isHeld ? Math.max(0, this.session.remainingMs()) : 0;
+    return this.isHeld ? Math.max(0, this.session.timeLeftMs()) : 0;
   }
 
   /**

@@ -218,8 +218,8 @@ describe('Telemetry', () => {
   it('the remaining-lease gauge reports each live session by lease id, never below 0, until closed', () => {
     const { rec, telemetry } = setup();
     const sessions = [
-      { leaseId: 0x10n, remainingMs: () => 4_000 },
-      { leaseId: 0x11n, remainingMs: () => -5 },
+      { leaseId: 0x10n, timeLeftMs: () => 4_000 },
+      { leaseId: 0x11n, timeLeftMs: () => -5 },
     ];
     const stop = telemetry.observeSessions(() => sessions);
     expect(rec.collect()).toEqual([

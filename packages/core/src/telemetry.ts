@@ -86,7 +86,7 @@ interface Held {
 /** What a session gauge reads. */
 interface Live {
   readonly leaseId: bigint;
-  remainingMs(): number;
+  timeLeftMs(): number;
 }
 
 export function validateTelemetry(value: unknown): TelemetryOptions {
@@ -252,7 +252,7 @@ export class Telemetry {
     const gauge: ObservableCallback = (result) => {
       try {
         for (const s of sessions()) {
-          result.observe(Math.max(0, s.remainingMs()), { lease_id: hex(s.leaseId) });
+          result.observe(Math.max(0, s.timeLeftMs()), { lease_id: hex(s.leaseId) });
         }
       } catch {
         // never break the provider's collection
