@@ -48,8 +48,8 @@ export const MUTANTS = [
     file: 'packages/core/src/election.ts',
     edits: [
       [
-        '  joined(entry);\n  await entry.waitFirst(signal);',
-        '  joined(entry);\n  void entry.waitFirst(signal).catch(() => undefined);',
+        '    joined(entry);\n    await entry.waitFirst(signal);',
+        '    joined(entry);\n    void entry.waitFirst(signal).catch(() => undefined);',
       ],
     ],
     runs: ['election'],

@@ -16,8 +16,10 @@ export { prefixEnd, rangeOf } from './keys.js';
 export {
   checkOptions,
   describe as describeValue,
+  describeType,
   encodeName,
   invalid,
+  invalidSecret,
   LONE_SURROGATE,
 } from './options.js';
 

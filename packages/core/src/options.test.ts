@@ -28,21 +28,21 @@ describe('options objects', () => {
   it('refuses a key that is not an option, naming it and what is allowed', () => {
     const options = { timeOutMs: 5 } as { timeoutMs?: number; signal?: AbortSignal };
     expect(() => checkOptions(options, ['timeoutMs', 'signal'])).toThrow(
-      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs, signal\), got a number$/,
+      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs, signal\), got number$/,
     );
   });
 
   it("names only the type of an unknown key's value, so a misspelt secret stays out of the message", () => {
     const auth = { username: 'u', pasword: 'hunter2' } as { username?: string; password?: string };
     expect(() => checkOptions(auth, ['username', 'password'], { name: 'auth' })).toThrow(
-      /^auth\.pasword must be left out \(not an option; allowed: username, password\), got a string$/,
+      /^auth\.pasword must be left out \(not an option; allowed: username, password\), got string$/,
     );
     for (const [value, type] of [
       [undefined, 'undefined'],
       [null, 'null'],
       [[1], 'an array'],
-      [{}, 'an object'],
-      [1n, 'a bigint'],
+      [{}, 'object'],
+      [1n, 'bigint'],
     ] as const) {
       expect(() => checkOptions({ x: value }, [])).toThrow(new RegExp(`got ${type}$`));
     }
@@ -53,7 +53,7 @@ describe('options objects', () => {
     const hidden: { timeoutMs?: number; clock?: number } = { clock: 1 };
     expect(checkOptions(hidden, ['timeoutMs'], { hidden: ['clock'] })).toBe(hidden);
     expect(() => checkOptions(options, ['timeoutMs'], { hidden: ['clock'] })).toThrow(
-      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs\), got a number$/,
+      /^options\.timeOutMs must be left out \(not an option; allowed: timeoutMs\), got number$/,
     );
   });
 
@@ -71,7 +71,7 @@ describe('options objects', () => {
     })();
     expect(err).toBeInstanceOf(Theirs);
     expect((err as Error).message).toBe(
-      'task.ttl must be left out (not an option; allowed: ttlSeconds), got a string',
+      'task.ttl must be left out (not an option; allowed: ttlSeconds), got string',
     );
     expect(() => checkOptions(7 as never, [], { what: 'an object { a? }', as: Theirs })).toThrow(
       new Theirs('options must be an object { a? }, got 7'),
@@ -207,5 +207,29 @@ describe('tls and auth', () => {
     expect(validateAuth({ username: 'u', password: '' })).toEqual({ username: 'u', password: '' });
     rejects(() => validateAuth({ username: '', password: 'p' }), /auth must be/);
     rejects(() => validateAuth({ username: 'u' }), /auth must be/);
+  });
+  it('never puts a credential or a private key in a message', () => {
+    const https = ['https://a:1'];
+    const caCert = '-----BEGIN CERTIFICATE-----\n...';
+    const key = '-----BEGIN PRIVATE KEY-----\nSECRET';
+    const cases: [() => unknown, RegExp][] = [
+      [() => validateAuth('user:SECRET'), /^auth must be an object .*, got string$/],
+      [() => validateAuth({ username: 'u', pasword: 'SECRET' }), /got object$/],
+      [
+        () => validateAuth({ username: 'u', password: 'p', pasword: 'SECRET' }),
+        /^auth\.pasword must be left out .*, got string$/,
+      ],
+      [() => validateAuth({ username: '', password: 'SECRET' }), /got object$/],
+      [() => validateTls(key, https), /^tls must be an object with caCert .*, got string$/],
+      [
+        () => validateTls({ caCert, clientCert: null, clientKey: key }, https),
+        /got null and string$/,
+      ],
+      [() => validateTls({ caCert, clientKy: key }, https), /^tls\.clientKy must be left out/],
+    ];
+    for (const [call, message] of cases) {
+      rejects(call, message);
+      expect(call).not.toThrow(/SECRET/);
+    }
   });
 });

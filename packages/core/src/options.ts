@@ -133,9 +133,16 @@ export function describe(value: unknown): string {
   }
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'number') return String(value);
+  return describeType(value);
+}
+
+/**
+ * Only what kind of value it is: for values that may be secrets (credentials, keys, a misspelt
+ * option that may be either), which must not end up in a message that is logged.
+ */
+export function describeType(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value;
+  return Array.isArray(value) ? 'an array' : typeof value;
 }
 
 /**
@@ -148,7 +155,8 @@ export type InvalidArgumentClass = new (message: string) => Error;
 /**
  * Checks an options argument: an object whose keys are all known. A misspelt option
  * (`timeOutMs`) must not silently fall back to its default (for a timeout: none at all).
- * `undefined` values count as left out. `hidden` keys are accepted but not listed as allowed:
+ * A known key whose value is `undefined` counts as left out; an unknown key is refused whatever
+ * its value. `hidden` keys are accepted but not listed as allowed:
  * options for the package's own tests, which a user should not be pointed to.
  */
 export function checkOptions<T extends object>(
@@ -172,16 +180,10 @@ export function checkOptions<T extends object>(
     if (!known.includes(key)) {
       // Only the value's type: a misspelt `password` or `clientKey` must not put the secret in a
       // message that ends up in logs.
-      const value = (options as Record<string, unknown>)[key];
-      const type =
-        value === null || value === undefined
-          ? String(value)
-          : Array.isArray(value)
-            ? 'an array'
-            : `${typeof value === 'object' ? 'an' : 'a'} ${typeof value}`;
+      const value = describeType((options as Record<string, unknown>)[key]);
       const list = allowed.join(', ');
       throw new (as ?? InvalidArgumentError)(
-        `${name}.${key} must be left out (not an option; allowed: ${list}), got ${type}`,
+        `${name}.${key} must be left out (not an option; allowed: ${list}), got ${value}`,
       );
     }
   }
@@ -196,6 +198,11 @@ export function invalid<E extends Error = InvalidArgumentError>(
   as: new (message: string) => E = InvalidArgumentError as unknown as new (message: string) => E,
 ): E {
   return new as(`${name} must be ${allowed}, got ${describe(value)}`);
+}
+
+/** {@link invalid} for a value that may be a secret: the message names only its type. */
+export function invalidSecret(name: string, allowed: string, value: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(`${name} must be ${allowed}, got ${describeType(value)}`);
 }
 
 export function validateTtlSeconds(value: unknown): number {
@@ -374,14 +381,16 @@ export function validateTls(tls: unknown, endpoints: string[]): TlsOptions | und
   if (tls === undefined) return undefined;
   const t = (tls ?? {}) as Partial<TlsOptions>;
   const pem = (v: unknown) => typeof v === 'string' || Buffer.isBuffer(v);
-  if (!pem(t.caCert)) throw invalid('tls', 'an object with caCert (a PEM string or Buffer)', tls);
+  if (!pem(t.caCert)) {
+    throw invalidSecret('tls', 'an object with caCert (a PEM string or Buffer)', tls);
+  }
   checkOptions(t, ['caCert', 'clientCert', 'clientKey'], { name: 'tls' });
   const [cert, key] = [t.clientCert, t.clientKey];
   if ((cert !== undefined || key !== undefined) && !(pem(cert) && pem(key))) {
     const only = key === undefined ? 'tls.clientCert' : cert === undefined ? 'tls.clientKey' : '';
     throw new InvalidArgumentError(
       'tls.clientCert and tls.clientKey must be given together as PEM strings or Buffers ' +
-        `(mutual TLS), or neither; got ${only ? `only ${only}` : `${describe(cert)} and ${describe(key)}`}`,
+        `(mutual TLS), or neither; got ${only ? `only ${only}` : `${describeType(cert)} and ${describeType(key)}`}`,
     );
   }
   if (endpoints.some((e) => e.startsWith('http:'))) {
@@ -412,7 +421,7 @@ export function validateAuth(auth: unknown): AuthOptions | undefined {
   const a = auth as Partial<AuthOptions> | null | undefined;
   if (a === undefined) return undefined;
   if (typeof a?.username !== 'string' || a.username === '' || typeof a.password !== 'string') {
-    throw invalid('auth', 'an object { username: non-empty string, password: string }', auth);
+    throw invalidSecret('auth', 'an object { username: non-empty string, password: string }', auth);
   }
   checkOptions(a, ['username', 'password'], { name: 'auth' });
   return { username: a.username, password: a.password };

@@ -46,6 +46,15 @@ describe('Session deadline', () => {
     expect(session.timeLeftMs()).toBe(0);
   });
 
+  it('keeps remainingMs() equal to timeLeftMs() once closed: both 0', async () => {
+    const { session } = await started(10);
+    expect(session.remainingMs()).toBeGreaterThan(0);
+    const closing = session.close();
+    expect(session.timeLeftMs()).toBe(0);
+    expect(session.remainingMs()).toBe(0);
+    await closing;
+  });
+
   it('is lost with reason deadline when its timer fires', async () => {
     const { clock, session } = await started(2, 100);
     const lost = vi.fn();

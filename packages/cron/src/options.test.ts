@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isInvalidArgumentError } from './errors.js';
+import { InvalidArgumentError, isCronError, isInvalidArgumentError } from './errors.js';
 import {
   defaults,
   encodeJob,
@@ -18,6 +18,9 @@ function rejects(fn: () => unknown, ...parts: string[]) {
     caught = err;
   }
   expect(isInvalidArgumentError(caught), String(caught)).toBe(true);
+  // cron's own class (the brand alone is shared with core's), even where core's checks run
+  expect(caught).toBeInstanceOf(InvalidArgumentError);
+  expect(isCronError(caught)).toBe(true);
   for (const part of parts) expect((caught as Error).message).toContain(part);
 }
 

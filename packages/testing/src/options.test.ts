@@ -51,6 +51,15 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ startupTimeoutMs: 0 }, {})).toThrow(/startupTimeoutMs/);
   });
 
+  it('refuses a misspelt option instead of starting a cluster other than the one asked for', () => {
+    expect(() => resolveOptions({ membrs: 3 } as never, {})).toThrow(
+      /^options\.membrs must be left out \(not an option; allowed: members, provider, .*\), got number$/,
+    );
+    expect(() => resolveOptions({ members: { n: 3 } } as never, {})).toThrow(
+      /^members must be 1 or 3, got \{"n":3\}$/,
+    );
+  });
+
   it('refuses options that are not an object instead of starting with the defaults', () => {
     for (const bad of ['3', 3, null, [3]]) {
       expect(() => resolveOptions(bad as never, {})).toThrow(
@@ -110,9 +119,19 @@ describe('resolveOptions: tls and auth', () => {
     }
   });
 
-  it('never repeats the root password in an error', () => {
+  it('never repeats the root password in an error, also when its key is misspelt', () => {
     const options = { auth: { rootPassword: 'sekrit', tokenTtlSeconds: -1 } };
     expect(() => resolveOptions(options, {})).toThrow(/auth must be/);
     expect(() => resolveOptions(options, {})).not.toThrow(/sekrit/);
+    const misspelt = { auth: { rootPasword: 'sekrit' } as never };
+    expect(() => resolveOptions(misspelt, {})).toThrow(/got an object with rootPasword$/);
+    expect(() => resolveOptions(misspelt, {})).not.toThrow(/sekrit/);
+    const extra = { auth: { rootPassword: 'p', tokenTTL: 'sekrit' } as never };
+    expect(() => resolveOptions(extra, {})).toThrow(
+      /^auth\.tokenTTL must be left out \(not an option; allowed: rootPassword, tokenTtlSeconds\), got string$/,
+    );
+    expect(() =>
+      resolveOptions({ tls: { certFile: 'c', keyFile: 'k', caFile: 'x' } as never }, {}),
+    ).toThrow(/^tls\.caFile must be left out/);
   });
 });

@@ -11,6 +11,35 @@ export const DEFAULT_ETCD_IMAGE = 'quay.io/coreos/etcd:v3.4.23';
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
 const PROVIDERS: readonly string[] = ['external', 'container', 'binary', 'auto', 'local'];
+const OPTION_NAMES: readonly (keyof StartEtcdOptions)[] = [
+  'members',
+  'provider',
+  'image',
+  'binary',
+  'startupTimeoutMs',
+  'signal',
+  'log',
+  'tls',
+  'auth',
+];
+
+/** A value's kind, never its content (it may be a password); the wording of core's messages. */
+const kindOf = (value: unknown): string =>
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+
+/**
+ * Refuses a key of `value` not in `allowed`, in core's wording: a misspelt option (`membrs`)
+ * must not silently start a cluster other than the one asked for.
+ */
+function knownKeys(name: string, value: object, allowed: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (allowed.includes(key)) continue;
+    throw new EtcdHarnessError(
+      'ETCD_INVALID_OPTION',
+      `${name}.${key} must be left out (not an option; allowed: ${allowed.join(', ')}), got ${kindOf((value as Record<string, unknown>)[key])}`,
+    );
+  }
+}
 
 export interface ResolvedEtcdOptions {
   members: 1 | 3;
@@ -36,11 +65,12 @@ export function resolveOptions(
       `startEtcd options must be an object such as { members: 3 }, got ${JSON.stringify(options) ?? String(options)}`,
     );
   }
+  knownKeys('options', options, OPTION_NAMES);
   const members = options.members ?? 1;
   if (members !== 1 && members !== 3) {
     throw new EtcdHarnessError(
       'ETCD_INVALID_OPTION',
-      `members must be 1 or 3, got ${String(members)}`,
+      `members must be 1 or 3, got ${JSON.stringify(members) ?? String(members)}`,
     );
   }
   let provider = options.provider ?? nonEmpty(env.LEASEHOLD_ETCD_PROVIDER) ?? 'auto';
@@ -98,9 +128,10 @@ function resolveTls(tls: EtcdTlsOptions | undefined): EtcdTlsOptions | undefined
   ) {
     throw new EtcdHarnessError(
       'ETCD_INVALID_OPTION',
-      `tls must be { certFile, keyFile, clientCaFile? } with non-empty file paths, got ${JSON.stringify(tls)}`,
+      `tls must be { certFile, keyFile, clientCaFile? } with non-empty file paths, got ${JSON.stringify(tls) ?? kindOf(tls)}`,
     );
   }
+  knownKeys('tls', tls, ['certFile', 'keyFile', 'clientCaFile']);
   return { ...tls };
 }
 
@@ -117,11 +148,12 @@ function resolveAuth(auth: EtcdAuthOptions | undefined): EtcdAuthOptions | undef
     throw new EtcdHarnessError(
       'ETCD_INVALID_OPTION',
       'auth must be { rootPassword: non-empty string, tokenTtlSeconds?: whole number >= 1 }, got ' +
-        JSON.stringify(
-          auth === null || typeof auth !== 'object' ? auth : { ...auth, rootPassword: '…' },
-        ),
+        (auth === null || typeof auth !== 'object'
+          ? kindOf(auth)
+          : `an object with ${Object.keys(auth).join(', ') || 'no keys'}`),
     );
   }
+  knownKeys('auth', auth, ['rootPassword', 'tokenTtlSeconds']);
   return { ...auth };
 }
 

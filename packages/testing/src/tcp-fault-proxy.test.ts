@@ -162,6 +162,11 @@ describe('TcpFaultProxy', () => {
   it('rejects invalid modes and delays', () => {
     expect(() => proxy.setMode('drop' as 'pass')).toThrow(/mode must be/);
     expect(() => proxy.setMode('delay', { delayMs: -1 })).toThrow(/delayMs/);
+    expect(() => proxy.setMode({} as 'pass')).toThrow(/^mode must be .*, got \{\}$/);
+    expect(() => proxy.setMode('delay', { delayMS: 100 } as never)).toThrow(
+      /^setMode options\.delayMS must be left out \(not an option; allowed: delayMs\), got number$/,
+    );
+    expect(proxy.mode).toBe('pass');
   });
 
   it('refuses options that are not an object (a bare delay is not silently ignored)', () => {

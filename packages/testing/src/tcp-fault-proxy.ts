@@ -84,7 +84,9 @@ export class TcpFaultProxy implements AsyncDisposable {
   /** Switches the fault mode for current and future connections. */
   setMode(mode: FaultMode, options: { delayMs?: number } = {}): void {
     if (!['pass', 'stall', 'delay', 'reset'].includes(mode)) {
-      throw new TypeError(`mode must be 'pass', 'stall', 'delay' or 'reset', got ${String(mode)}`);
+      throw new TypeError(
+        `mode must be 'pass', 'stall', 'delay' or 'reset', got ${JSON.stringify(mode) ?? String(mode)}`,
+      );
     }
     // A bare number (`setMode('delay', 500)`) would otherwise keep the old delay without a word.
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
@@ -92,9 +94,17 @@ export class TcpFaultProxy implements AsyncDisposable {
         `setMode options must be an object such as { delayMs: 100 }, got ${JSON.stringify(options) ?? String(options)}`,
       );
     }
+    const unknown = Object.keys(options).find((key) => key !== 'delayMs');
+    if (unknown !== undefined) {
+      throw new TypeError(
+        `setMode options.${unknown} must be left out (not an option; allowed: delayMs), got ${typeof (options as Record<string, unknown>)[unknown]}`,
+      );
+    }
     const delayMs = options.delayMs ?? this.policy.delayMs;
     if (!Number.isFinite(delayMs) || delayMs < 0) {
-      throw new TypeError(`delayMs must be a non-negative number, got ${String(delayMs)}`);
+      throw new TypeError(
+        `delayMs must be a non-negative number, got ${JSON.stringify(delayMs) ?? String(delayMs)}`,
+      );
     }
     this.policy = { mode, delayMs };
     for (const connection of [...this.connections]) {

@@ -26,6 +26,9 @@ describe('memoryClient', () => {
     await expect(memoryClient({ endpoints: 'http://x:2379' } as never)).rejects.toThrow(
       /options\.endpoints must be left out: a memory client talks to its etcd option/,
     );
+    // Only the type of what was given: it may be key material.
+    const tls = memoryClient({ tls: '-----BEGIN PRIVATE KEY-----SECRET' } as never);
+    await expect(tls).rejects.toThrow(/^options\.tls must be left out: .*, got string$/);
     await expect(memoryClient({ clock: {} } as never)).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     });

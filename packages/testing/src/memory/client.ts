@@ -6,7 +6,7 @@
 import type { ConnectOptions, Leasehold } from '@leasehold/core';
 import { checkOptions, connectOptionNames, connectWith } from '@leasehold/core/internal';
 import { MemoryEtcd } from './etcd.js';
-import { invalid } from './invalid.js';
+import { invalid, invalidSecret } from './invalid.js';
 import { serverOf } from './registry.js';
 
 /**
@@ -48,7 +48,7 @@ export async function memoryClient(options: MemoryClientOptions = {}): Promise<L
     for (const key of Object.keys(options)) {
       const why = NOT_HERE[key];
       if (why)
-        throw invalid(
+        throw invalidSecret(
           `options.${key}`,
           `left out: ${why}`,
           (options as Record<string, unknown>)[key],

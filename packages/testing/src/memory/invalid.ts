@@ -1,4 +1,7 @@
-import { invalid as coreInvalid } from '@leasehold/core/internal';
+import {
+  invalid as coreInvalid,
+  invalidSecret as coreInvalidSecret,
+} from '@leasehold/core/internal';
 
 /**
  * Core's bad-input error (`InvalidArgumentError`, code `INVALID_ARGUMENT`): the message names the
@@ -6,3 +9,7 @@ import { invalid as coreInvalid } from '@leasehold/core/internal';
  */
 export const invalid = (name: string, allowed: string, value: unknown): Error =>
   coreInvalid(name, allowed, value);
+
+/** {@link invalid} for a value that may be a secret: the message names only its type. */
+export const invalidSecret = (name: string, allowed: string, value: unknown): Error =>
+  coreInvalidSecret(name, allowed, value);
