@@ -186,3 +186,72 @@ describe('observe() as an async iterator', () => {
     await leader.resign();
   });
 });
+
+describe('a key without a lease is not a queue member', () => {
+  // Someone else's data (an `etcdctl put` without a lease) in a queue's range: it would never
+  // leave, so a queue that counted it would be blocked for good, or name it as the holder. Each
+  // grant is immediate; the timeouts only turn "blocked for good" into a failure.
+  it('a lease-less key in a lock queue, a semaphore and an election neither blocks nor is named', async () => {
+    const [a, b] = candidates as [Leasehold, Leasehold];
+    await admin.put(`${lockPrefix}stray-lock/plain`).value('x');
+    await admin.put(`${lockPrefix}stray-semaphore/1.plain`).value('x');
+    await admin.put(`${electionPrefix}stray-election/plain`).value('x');
+
+    await using lock = await within(
+      a.acquire('stray-lock', { timeoutMs: 10_000 }),
+      'acquire',
+      15_000,
+    );
+    expect((await b.holder('stray-lock'))?.key).toBe(lock.key);
+    const taken = await b.tryAcquire('stray-lock').catch((e: unknown) => e);
+    expect(taken).toMatchObject({ code: 'LOCK_TAKEN', holderKey: lock.key });
+
+    await using permit = await within(
+      a.acquirePermit('stray-semaphore', { permits: 1, timeoutMs: 10_000 }),
+      'acquirePermit',
+      15_000,
+    );
+    const state = await b.semaphore('stray-semaphore');
+    expect(state.holders.map((h) => h.key)).toEqual([permit.key]);
+    expect(state.waiting).toEqual([]);
+
+    await using leadership = await within(
+      a.campaign('stray-election', 'a', { timeoutMs: 10_000 }),
+      'campaign',
+      15_000,
+    );
+    expect((await b.leader('stray-election'))?.key).toBe(leadership.key);
+    expect((await b.candidates('stray-election')).map((c) => c.key)).toEqual([leadership.key]);
+    const states = b.observe('stray-election');
+    try {
+      expect((await nextState(states, 'observed leader')).leader?.key).toBe(leadership.key);
+    } finally {
+      await states.return?.();
+    }
+  });
+});
+
+describe('candidates one txn created share a revision', () => {
+  it('every reader names the lower key, whatever order the txn wrote them in', async () => {
+    const name = 'one-txn-two';
+    const states = watcher.observe(name);
+    try {
+      expect((await nextState(states, 'initial state')).leader).toBeUndefined();
+      const lease = admin.lease(30, { autoKeepAlive: false });
+      const id = await lease.grant();
+      const [low, high] = [`${electionPrefix}${name}/a`, `${electionPrefix}${name}/b`];
+      // The higher key first: the watch delivers the two events in the txn's order.
+      await admin
+        .if(low, 'Create', '==', 0)
+        .then(admin.put(high).value('high').lease(id), admin.put(low).value('low').lease(id))
+        .commit();
+      expect((await nextState(states, 'leader after the txn')).leader?.key).toBe(low);
+      expect((await watcher.leader(name))?.key).toBe(low);
+      expect((await watcher.candidates(name)).map((c) => c.key)).toEqual([low, high]);
+      await lease.revoke();
+      expect((await nextState(states, 'no leader after the revoke')).leader).toBeUndefined();
+    } finally {
+      await states.return?.();
+    }
+  });
+});

@@ -329,6 +329,8 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
   const stuck: unknown[] = [];
   /** The `what` of every call, txn and read, in order. */
   const calls: string[] = [];
+  /** Whether each `call()` allowed retries, by its `what`, in order. */
+  const retried: { what: string; idempotent: boolean }[] = [];
   const txns: { what: string; request: ITxnRequest }[] = [];
   const state = {
     answers: 0,
@@ -365,8 +367,13 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
       if (state.closed) throw new ClientClosedError();
     },
     close: () => void (state.closed = true),
-    call: async <T>(what: string, run: (o: { deadline: number }) => Promise<T>) => {
+    call: async <T>(
+      what: string,
+      run: (o: { deadline: number }) => Promise<T>,
+      opts: { idempotent: boolean },
+    ) => {
       calls.push(what);
+      retried.push({ what, idempotent: opts.idempotent });
       return run({ deadline: 0 });
     },
     txn: async (what: string, request: ITxnRequest) => {
@@ -433,6 +440,7 @@ export function fakeEtcd(options: { grantTtl?: number } = {}) {
     state,
     store,
     calls,
+    retried,
     txns,
     handlers,
     count,

@@ -1,4 +1,4 @@
-import type { ICompare, ITxnRequest, ITxnResponse } from 'etcd3';
+import type { ICompare, IKeyValue, ITxnRequest, ITxnResponse } from 'etcd3';
 import { describe, expect, it } from 'vitest';
 import { deferred, fakeClock, flush, track, type FakeClock } from './clock.fake.js';
 import { fakeEtcd, fakeWatch, type FakeCall } from './etcd.fake.js';
@@ -11,7 +11,7 @@ import {
   isSessionClosedError,
   type LockLostReason,
 } from './errors.js';
-import { Queue, type Entry, type LostError } from './queue.js';
+import { firstOf, Queue, type Entry, type LostError } from './queue.js';
 import { Session } from './session.js';
 
 /** The lease the fake grants first (255), as it appears in key names. */
@@ -58,6 +58,19 @@ async function run(clock: FakeClock, ms: number, step = 100) {
     await flush();
   }
 }
+
+describe('firstOf', () => {
+  const kv = (key: string, revision: number) =>
+    ({ key: Buffer.from(key), create_revision: String(revision), lease: '1' }) as IKeyValue;
+
+  it('is the oldest key, and of keys one txn created, the lower key, in any input order', () => {
+    const [a5, b5, c7, d3] = [kv('q/a', 5), kv('q/b', 5), kv('q/c', 7), kv('q/d', 3)];
+    expect(firstOf([a5, b5, c7])).toBe(a5);
+    expect(firstOf([c7, b5, a5])).toBe(a5);
+    expect(firstOf([b5, c7, d3, a5])).toBe(d3);
+    expect(firstOf([])).toBeUndefined();
+  });
+});
 
 describe('Queue join', () => {
   it('an entry with no keys ahead is first at once, with its create revision as token', async () => {

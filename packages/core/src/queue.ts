@@ -44,7 +44,11 @@ const byLease = (key: Buffer, session: Session): ICompare => ({
 });
 /** A key's create revision: its place in its queue and its token. */
 export const revisionOf = (kv: { create_revision: string }) => BigInt(kv.create_revision);
-const byAge = (a: IKeyValue, b: IKeyValue) => (revisionOf(a) < revisionOf(b) ? -1 : 1);
+/** Oldest first; keys one txn created (one revision) in key order. */
+const byAge = (a: IKeyValue, b: IKeyValue): number => {
+  const [ra, rb] = [revisionOf(a), revisionOf(b)];
+  return ra !== rb ? (ra < rb ? -1 : 1) : Buffer.compare(a.key, b.key);
+};
 /** A join txn that neither created its key nor found it: its guard failed. */
 const isRefused = (res: ITxnResponse) =>
   !res.succeeded && res.responses[0]!.response_range.kvs.length === 0;
@@ -54,10 +58,14 @@ const tokenOf = (res: ITxnResponse) =>
     ? BigInt(res.header.revision)
     : revisionOf(res.responses[0]!.response_range.kvs[0]!);
 
-/** The first-created of `kvs`, if any. */
+/**
+ * The first-created of `kvs`, if any. Keys one txn created share a revision: the lower key comes
+ * first, so the answer does not depend on the order `kvs` come in (a read's key order, or an
+ * observer's order of events) and every reader names the same leader.
+ */
 export function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
   let first: IKeyValue | undefined;
-  for (const kv of kvs) if (!first || revisionOf(kv) < revisionOf(first)) first = kv;
+  for (const kv of kvs) if (!first || byAge(kv, first) < 0) first = kv;
   return first;
 }
 

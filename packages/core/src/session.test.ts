@@ -2,6 +2,8 @@ import { describe, expect, it, vi } from 'vitest';
 import { fakeClock, flush } from './clock.fake.js';
 import { fakeEtcd } from './etcd.fake.js';
 import { isLeaseLostError, type LeaseLostError } from './errors.js';
+import type { Leasehold } from './client.js';
+import { grantLease } from './internal.js';
 import { answerTimeoutMs, Session } from './session.js';
 
 async function started(ttlSeconds = 10, safetyMarginMs = 0) {
@@ -168,6 +170,22 @@ describe('Session close and revoke', () => {
   });
 });
 
+describe('Session grant', () => {
+  it('asks etcd for its lease once: a grant retried after a lost answer would leave a second lease', async () => {
+    const { retried } = await started();
+    expect(retried.filter((c) => c.what === 'lease grant')).toEqual([
+      { what: 'lease grant', idempotent: false },
+    ]);
+  });
+
+  it('grants the internal, unkept leases of sibling packages with retries: one nobody holds expires', async () => {
+    const fake = fakeEtcd();
+    const lease = await grantLease({ etcd: fake.etcd } as unknown as Leasehold, 'retention', 5);
+    expect(lease.ttlSeconds).toBeGreaterThan(0);
+    expect(fake.retried).toEqual([{ what: 'retention', idempotent: true }]);
+  });
+});
+
 describe('Session resumed by lease id', () => {
   async function resumed(leaseGone = false) {
     const clock = fakeClock();
@@ -178,10 +196,12 @@ describe('Session resumed by lease id', () => {
   }
 
   it('keeps the lease id, takes the granted TTL, and starts its deadline from the time left', async () => {
-    const { clock, create, calls } = await resumed();
+    const { clock, create, calls, retried } = await resumed();
     const session = await create;
     expect(calls).toContain('lease time-to-live');
     expect(calls).not.toContain('lease grant');
+    // A read: safe to retry on another member.
+    expect(retried).toContainEqual({ what: 'lease time-to-live', idempotent: true });
     expect(session.leaseId).toBe(0x1234n);
     expect(session.ttlSeconds).toBe(10);
     // 3 s left, minus the default margin for a 10 s TTL (1 s).
