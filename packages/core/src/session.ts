@@ -3,7 +3,6 @@ import { callAt, raceSignal, type Clock } from './clock.js';
 import {
   ClusterChangedError,
   EtcdUnavailableError,
-  InvalidArgumentError,
   isLeaseholdError,
   LeaseLostError,
   SessionClosedError,
@@ -546,7 +545,7 @@ export class Session implements AsyncDisposable {
 
 export function assertSession(value: unknown): Session {
   if (!(value instanceof Session)) {
-    throw new InvalidArgumentError('session must be a Session created by client.session()');
+    throw invalid('session', 'a Session created by client.session()', value);
   }
   return value;
 }
