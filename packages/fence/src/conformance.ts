@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkObject, type FencedStore } from './contract.js';
+import { checkObject, keysOf, type FencedStore } from './contract.js';
 import {
   isInvalidArgumentError,
   isInvalidTokenError,
@@ -32,6 +32,9 @@ export interface FenceConformanceOptions {
   concurrentWriters?: number;
 }
 
+/** Every key of {@link FenceConformanceOptions}. */
+const OPTION_KEYS = keysOf<FenceConformanceOptions>()(['concurrentWriters']);
+
 const defaults: Required<FenceConformanceOptions> = { concurrentWriters: 24 };
 
 /**
@@ -49,8 +52,9 @@ export function describeFenceConformance(
   factory: () => FenceConformanceHarness | Promise<FenceConformanceHarness>,
   options: FenceConformanceOptions = {},
 ): void {
-  checkObject('options', options, '{ concurrentWriters? }');
-  const { concurrentWriters } = { ...defaults, ...options };
+  checkObject('options', options, '{ concurrentWriters? }', OPTION_KEYS);
+  // A key given as undefined counts as left out: its default applies.
+  const concurrentWriters = options.concurrentWriters ?? defaults.concurrentWriters;
   const run = randomUUID().slice(0, 8);
   const resource = (label: string): string => `conformance/${run}/${label}`;
 

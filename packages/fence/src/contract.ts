@@ -1,4 +1,4 @@
-import { invalid } from './errors.js';
+import { describeType, invalid, InvalidArgumentError } from './errors.js';
 import { parseToken, type TokenInput } from './token.js';
 
 /** What every fenced call names: the resource written and the writer's token. */
@@ -12,6 +12,9 @@ export interface Fence {
    */
   token: TokenInput;
 }
+
+/** Every key of {@link Fence}. */
+export const FENCE_KEYS = keysOf<Fence>()(['resource', 'token']);
 
 /** A value as a fenced store holds it: the last accepted write and the token it came with. */
 export interface FencedValue {
@@ -62,6 +65,44 @@ export interface SqlStoreOptions {
   fenceTable?: string;
 }
 
+/** Every key of {@link SqlStoreOptions}. */
+const SQL_STORE_OPTION_KEYS = keysOf<SqlStoreOptions>()(['valueTable', 'via', 'fenceTable']);
+
+/** Every key of a {@link FencedStore.write} argument. */
+const WRITE_KEYS = keysOf<Parameters<FencedStore['write']>[0]>()(['resource', 'token', 'value']);
+
+/** Keys of `T` that `Listed` leaves out: `unknown` when there are none, else a type to fail on. */
+type Unlisted<T, Listed> = [Exclude<keyof T, Listed>] extends [never]
+  ? unknown
+  : { 'every key must be listed, missing': Exclude<keyof T, Listed> };
+
+/**
+ * The keys of `T`, every one of them, as the list {@link checkKeys} allows:
+ * `keysOf<X>()(['a', 'b'])` does not compile when the list names something that is not a key of
+ * `X`, or leaves a key of `X` out. So a field added to an options interface cannot be forgotten
+ * here (it would be refused), and a misspelt name cannot be allowed.
+ */
+export function keysOf<T extends object>() {
+  return <const K extends readonly (keyof T & string)[]>(keys: K & Unlisted<T, K[number]>): K =>
+    keys;
+}
+
+/**
+ * Refuses a key that `allowed` does not list, in core's wording (`checkOptions`): a misspelt
+ * option (`prefx`) must not silently fall back to its default. A listed key whose value is
+ * `undefined` counts as left out; another key is refused whatever its value. The message shows
+ * only the value's type: a misspelt option may hold a secret.
+ */
+export function checkKeys(name: string, value: object, allowed: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (allowed.includes(key)) continue;
+    const type = describeType((value as Record<string, unknown>)[key]);
+    throw new InvalidArgumentError(
+      `${name}.${key} must be left out (not an option; allowed: ${allowed.join(', ')}), got ${type}`,
+    );
+  }
+}
+
 /** Resource names are opaque strings; the empty string is refused as almost always a bug. */
 /** An unpaired UTF-16 surrogate (core keeps the same check; core is optional here). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -83,12 +124,18 @@ export function checkResource(resource: unknown): string {
 
 /**
  * Validates the `{ resource, token }` argument. A string here is the positional style of earlier
- * versions (`withFence(db, resource, token, fn)`): it gets a message that says so.
+ * versions (`withFence(db, resource, token, fn)`): it gets a message that says so. `keys` names
+ * the argument and every key it may have (the fence's and the call's options): any other key
+ * is refused.
  */
-export function checkFence(fence: unknown): { resource: string; token: bigint } {
+export function checkFence(
+  fence: unknown,
+  keys: { name: string; allowed: readonly string[] },
+): { resource: string; token: bigint } {
   if (typeof fence !== 'object' || fence === null) {
     throw invalid('fence', 'an object { resource, token, ... } as the second argument', fence);
   }
+  checkKeys(keys.name, fence, keys.allowed);
   const { resource, token } = fence as Partial<Fence>;
   return { resource: checkResource(resource), token: parseToken(token as TokenInput) };
 }
@@ -98,7 +145,7 @@ export function checkFence(fence: unknown): { resource: string; token: bigint } 
  * strings; a number or object would come back as something else, or fail inside the driver).
  */
 export function checkWrite(write: unknown): { resource: string; token: bigint; value: string } {
-  const fence = checkFence(write);
+  const fence = checkFence(write, { name: 'write', allowed: WRITE_KEYS });
   const { value } = write as { value?: unknown };
   if (typeof value !== 'string') {
     throw invalid(
@@ -110,10 +157,21 @@ export function checkWrite(write: unknown): { resource: string; token: bigint; v
   return { ...fence, value };
 }
 
-/** Refuses an argument that is not an object: `shape` says what is allowed. */
-export function checkObject(name: string, value: unknown, shape: string): void {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return;
-  throw invalid(name, `an object ${shape}`, value);
+/**
+ * Refuses an argument that is not an object: `shape` says what is allowed. With `allowed` (an
+ * options or argument object, see {@link keysOf}), a key it does not list is refused too, as
+ * {@link checkKeys} does; without it (a map of the user's own data) every key is free.
+ */
+export function checkObject(
+  name: string,
+  value: unknown,
+  shape: string,
+  allowed?: readonly string[],
+): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(name, `an object ${shape}`, value);
+  }
+  if (allowed !== undefined) checkKeys(name, value, allowed);
 }
 
 /** Refuses a callback that is not a function, before anything is sent. */
@@ -124,7 +182,7 @@ export function checkFunction(name: string, value: unknown): void {
 
 /** Validates the options of the SQL stores (`postgresStore`, `sqliteStore`). */
 export function checkSqlStoreOptions(options: unknown): SqlStoreOptions {
-  checkObject('options', options, '{ valueTable?, via?, fenceTable? }');
+  checkObject('options', options, '{ valueTable?, via?, fenceTable? }', SQL_STORE_OPTION_KEYS);
   const { via, valueTable, fenceTable } = options as SqlStoreOptions;
   if (via !== undefined && via !== 'row' && via !== 'fence-table') {
     throw invalid('options.via', "'row' or 'fence-table'", via);

@@ -4,13 +4,14 @@ import {
   isInvalidArgumentError as isCoreInvalidArgumentError,
   isLeaseholdError,
 } from '@leasehold/core';
-import { describeValue } from '@leasehold/core/internal';
+import { describeType as coreDescribeType, describeValue } from '@leasehold/core/internal';
 import {
   FenceError,
   InvalidArgumentError,
   InvalidTokenError,
   StaleTokenError,
   describe as describeFenceValue,
+  describeType,
   isFenceError,
   isInvalidArgumentError,
   isInvalidTokenError,
@@ -84,5 +85,23 @@ describe('errors', () => {
   it('shows values in messages exactly as core does (a copy: the stores run without core)', () => {
     const values = ['x', 'y'.repeat(80), 5, 1.5, 7n, null, undefined, [], {}, () => 0, true];
     for (const value of values) expect(describeFenceValue(value)).toBe(describeValue(value));
+  });
+
+  it('names a value by its type only exactly as core does (for a misspelt option, maybe a secret)', () => {
+    const values = ['x', 5, 7n, null, undefined, [], {}, () => 0, true, Symbol('s'), new Map()];
+    for (const value of values) expect(describeType(value)).toBe(coreDescribeType(value));
+    expect(values.map(describeType)).toEqual([
+      'string',
+      'number',
+      'bigint',
+      'null',
+      'undefined',
+      'an array',
+      'object',
+      'function',
+      'boolean',
+      'symbol',
+      'object',
+    ]);
   });
 });

@@ -107,9 +107,17 @@ export function describe(value: unknown): string {
   }
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'number') return String(value);
+  return describeType(value);
+}
+
+/**
+ * Only what kind of value it is, for values that may be secrets (a misspelt option may be
+ * either): `null`, `an array`, else `typeof value`. The same as core's `describeType`, copied for
+ * the same reason as {@link describe}; `errors.test.ts` keeps them equal.
+ */
+export function describeType(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value;
+  return Array.isArray(value) ? 'an array' : typeof value;
 }
 
 /**

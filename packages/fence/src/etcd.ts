@@ -25,6 +25,7 @@ import {
   checkObject,
   checkResource,
   checkWrite,
+  keysOf,
   type Fence,
   type FencedStore,
 } from './contract.js';
@@ -44,6 +45,9 @@ export interface EtcdFenceOptions {
   timeoutMs?: number;
 }
 
+/** Every key of {@link EtcdFenceOptions}. */
+const ETCD_FENCE_OPTION_KEYS = keysOf<EtcdFenceOptions>()(['prefix', 'timeoutMs']);
+
 /**
  * A put or delete applied only if the token is accepted: the same shape as a hold's
  * `fencedWrite` ops, checked by the same rules. Its key is neither the fence key nor inside a
@@ -57,12 +61,15 @@ export interface FencedTxn extends Fence, EtcdFenceOptions {
   ops: readonly EtcdFencedOp[];
 }
 
+/** Every key of {@link FencedTxn}. */
+const FENCED_TXN_KEYS = keysOf<FencedTxn>()(['resource', 'token', 'ops', 'prefix', 'timeoutMs']);
+
 const WIDTH = 20;
 /** A token as stored in a fence key: zero-padded to 20 digits, so byte order is numeric order. */
 export const padToken = (token: bigint): string => token.toString().padStart(WIDTH, '0');
 
+/** The keys and call options of `options`, already checked to be an object of known keys. */
 function keys(options: EtcdFenceOptions) {
-  checkObject('options', options, '{ prefix?, timeoutMs? }');
   const prefix = options.prefix ?? etcdDefaults.prefix;
   // An unpaired surrogate is U+FFFD on the wire: the queue checks, which compare strings, would
   // miss a fence key that lands in a queue spelled with U+FFFD.
@@ -99,7 +106,7 @@ function keys(options: EtcdFenceOptions) {
  * ```
  */
 export async function fencedTxn(client: Leasehold, txn: FencedTxn): Promise<bigint> {
-  const { resource, token } = checkFence(txn);
+  const { resource, token } = checkFence(txn, { name: 'txn', allowed: FENCED_TXN_KEYS });
   const k = keys(txn);
   checkOutsideQueues(client, k.prefix);
   const fenceKey = Buffer.from(k.fence(resource));
@@ -182,6 +189,7 @@ function checkOutsideQueues(client: Leasehold, prefix: string): void {
 
 /** No I/O here: the client is already connected. */
 export function etcdStore(client: Leasehold, options: EtcdFenceOptions = {}): EtcdStore {
+  checkObject('options', options, '{ prefix?, timeoutMs? }', ETCD_FENCE_OPTION_KEYS);
   const k = keys(options);
   checkOutsideQueues(client, k.prefix);
 

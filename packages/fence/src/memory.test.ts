@@ -8,6 +8,13 @@ describeFenceConformance('memory', () => ({
   store: memoryStore(shared),
   reopen: async () => memoryStore(shared),
 }));
+// Every option of the suite, set: accepted.
+const again: MemoryState = new Map();
+describeFenceConformance(
+  'memory, every option',
+  () => ({ store: memoryStore(again), reopen: async () => memoryStore(again) }),
+  { concurrentWriters: 5 },
+);
 
 describe('memory state argument', () => {
   it('memoryStore and withFence refuse a state that is not a Map, at the call', () => {

@@ -9,6 +9,7 @@ import {
   checkFence,
   checkWrite,
   checkResource,
+  FENCE_KEYS,
   type Fence,
   type FencedStore,
   type FencedValue,
@@ -38,7 +39,7 @@ export type MemoryState = Map<
  */
 export function withFence<T>(state: MemoryState, fence: Fence, apply: () => T): T {
   checkState(state);
-  const { resource, token } = checkFence(fence);
+  const { resource, token } = checkFence(fence, { name: 'fence', allowed: FENCE_KEYS });
   const entry = state.get(resource);
   if (entry !== undefined && token < entry.highestToken) {
     throw new StaleTokenError(resource, token, entry.highestToken);
@@ -77,10 +78,10 @@ export function memoryStore(state: MemoryState = new Map()): MemoryStore {
   return {
     state,
     async write(write) {
-      const { token, value } = checkWrite(write);
-      withFence(state, write, () => undefined);
+      const { resource, token, value } = checkWrite(write);
+      withFence(state, { resource, token }, () => undefined);
       // Same synchronous step as the check: nothing can run in between.
-      state.get(write.resource)!.value = { value, token };
+      state.get(resource)!.value = { value, token };
     },
     async read(resource) {
       return state.get(checkResource(resource))?.value;

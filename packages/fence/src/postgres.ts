@@ -15,10 +15,12 @@ import type { ClientBase, Pool, PoolClient } from 'pg';
 import {
   checkFence,
   checkFunction,
+  checkKeys,
   checkObject,
   checkSqlStoreOptions,
   checkWrite,
   checkResource,
+  keysOf,
   type Fence,
   type FencedStore,
   type SqlStoreOptions,
@@ -58,12 +60,15 @@ export interface FenceTableOptions {
   table?: string;
 }
 
+/** Every key of {@link FenceTableOptions}. */
+const FENCE_TABLE_OPTION_KEYS = keysOf<FenceTableOptions>()(['table']);
+
 /**
  * DDL for the fence table {@link withFence} needs. Idempotent (`IF NOT EXISTS`); run it in your
  * migrations.
  */
 export function fenceTableDDL(options: FenceTableOptions = {}): string {
-  checkObject('options', options, '{ table? }');
+  checkObject('options', options, '{ table? }', FENCE_TABLE_OPTION_KEYS);
   return sql.fenceTableDDL('postgres', options.table ?? postgresDefaults.fenceTable);
 }
 
@@ -82,6 +87,16 @@ export interface FencedRowWrite {
   /** The name a {@link StaleTokenError} reports. Default `table[column=value,...]`. */
   resource?: string;
 }
+
+/** Every key of {@link FencedRowWrite} (`key` and `values` are the user's columns: free). */
+const FENCED_ROW_WRITE_KEYS = keysOf<FencedRowWrite>()([
+  'table',
+  'key',
+  'values',
+  'token',
+  'fenceColumn',
+  'resource',
+]);
 
 /**
  * Inserts the row, or updates it iff its fence column is NULL or <= the token, in one statement:
@@ -103,6 +118,12 @@ export interface FencedRowWrite {
  * ```
  */
 export async function upsertFencedRow(db: PgQueryable, write: FencedRowWrite): Promise<void> {
+  checkObject(
+    'write',
+    write,
+    '{ table, key, values?, token, fenceColumn?, resource? }',
+    FENCED_ROW_WRITE_KEYS,
+  );
   const token = parseToken(write.token);
   const keyValues = Object.values(write.key);
   const statements = sql.fencedRowSQL('postgres', {
@@ -132,6 +153,9 @@ function rowName(write: FencedRowWrite): string {
 /** `{ resource, token }` and the fence table. */
 export interface WithFenceOptions extends Fence, FenceTableOptions {}
 
+/** Every key of {@link WithFenceOptions}. */
+const WITH_FENCE_OPTION_KEYS = keysOf<WithFenceOptions>()(['resource', 'token', 'table']);
+
 /** {@link withFence}'s options: those of every fenced call, and the idle bound. */
 export interface WithFenceTxOptions extends WithFenceOptions {
   /**
@@ -143,6 +167,14 @@ export interface WithFenceTxOptions extends WithFenceOptions {
    */
   idleInTransactionTimeoutMs?: number;
 }
+
+/** Every key of {@link WithFenceTxOptions}. */
+const WITH_FENCE_TX_OPTION_KEYS = keysOf<WithFenceTxOptions>()([
+  'resource',
+  'token',
+  'table',
+  'idleInTransactionTimeoutMs',
+]);
 
 function idleTimeoutOf(options: WithFenceTxOptions): number {
   const ms = options.idleInTransactionTimeoutMs ?? postgresDefaults.idleInTransactionTimeoutMs;
@@ -192,7 +224,10 @@ export async function withFence<T>(
   options: WithFenceTxOptions,
   statements: (tx: ClientBase) => Promise<T>,
 ): Promise<T> {
-  const { resource, token } = checkFence(options);
+  const { resource, token } = checkFence(options, {
+    name: 'options',
+    allowed: WITH_FENCE_TX_OPTION_KEYS,
+  });
   const idleMs = idleTimeoutOf(options);
   checkFunction('statements', statements);
   const table = options.table ?? postgresDefaults.fenceTable;
@@ -290,6 +325,9 @@ export interface FencedStatement {
   values?: readonly unknown[];
 }
 
+/** Every key of {@link FencedStatement}: not a `pg` query config (no `name`, `rowMode`, `types`). */
+const FENCED_STATEMENT_KEYS = keysOf<FencedStatement>()(['text', 'values']);
+
 /** What {@link fencedQuery} returns: the statement's rows (typed by the client) and count. */
 export interface FencedQueryResult<R> {
   /** The rows the statement returned. */
@@ -330,7 +368,10 @@ export async function fencedQuery<R = Record<string, unknown>>(
   options: WithFenceOptions,
   statement: FencedStatement,
 ): Promise<FencedQueryResult<R>> {
-  const { resource, token } = checkFence(options);
+  const { resource, token } = checkFence(options, {
+    name: 'options',
+    allowed: WITH_FENCE_OPTION_KEYS,
+  });
   const table = options.table ?? postgresDefaults.fenceTable;
   const advance = sql.fenceClaimSQL(table).advanceOrFail;
   const text = checkStatementText(statement);
@@ -410,6 +451,9 @@ function statementName(text: string): string {
 const statementNames = new Map<string, string>();
 
 function checkStatementText(statement: FencedStatement): string {
+  if (typeof statement === 'object' && statement !== null && !Array.isArray(statement)) {
+    checkKeys('statement', statement, FENCED_STATEMENT_KEYS);
+  }
   const text = (statement as Partial<FencedStatement> | null)?.text;
   if (typeof text !== 'string' || text.trim().length === 0) {
     throw invalid('statement.text', 'one SQL statement (in { text, values?: [...] })', text);

@@ -6,7 +6,7 @@
  * @module @leasehold/fence/redis
  */
 import type { Redis, RedisOptions } from 'ioredis';
-import { checkObject, checkResource, checkWrite, type FencedStore } from './contract.js';
+import { checkObject, checkResource, checkWrite, keysOf, type FencedStore } from './contract.js';
 import { invalid, InvalidArgumentError, StaleTokenError } from './errors.js';
 import { FENCE_SCRIPT, FENCE_SCRIPT_SHA1 } from './redis-script.js';
 import { parseToken, type TokenInput } from './token.js';
@@ -116,6 +116,9 @@ export interface FencedExec {
   resource?: string;
 }
 
+/** Every key of {@link FencedExec}. */
+const FENCED_EXEC_KEYS = keysOf<FencedExec>()(['fenceKey', 'token', 'commands', 'resource']);
+
 /**
  * Runs `commands` iff `token` >= the fence key's token, advancing the fence key in the same
  * script. Returns each command's reply.
@@ -136,27 +139,43 @@ export interface FencedExec {
  * ```
  */
 export async function fencedExec(redis: RedisScripting, exec: FencedExec): Promise<unknown[]> {
-  checkObject('exec', exec, '{ fenceKey, token, commands, resource? }');
+  checkObject('exec', exec, '{ fenceKey, token, commands, resource? }', FENCED_EXEC_KEYS);
   const fenceKey = checkResource(exec.fenceKey);
   return run(redis, fenceKey, parseToken(exec.token), exec.commands, exec.resource ?? fenceKey);
 }
+
+/** Every key of {@link fencedSet}'s write. */
+const FENCED_SET_KEYS = keysOf<Parameters<typeof fencedSet>[1]>()([
+  'fenceKey',
+  'token',
+  'key',
+  'value',
+]);
 
 /** `SET key value` under the fence. */
 export async function fencedSet(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; key: string; value: RedisArg },
 ): Promise<void> {
-  checkObject('write', write, '{ fenceKey, token, key, value }');
+  checkObject('write', write, '{ fenceKey, token, key, value }', FENCED_SET_KEYS);
   const fenceKey = checkResource(write.fenceKey);
   await run(redis, fenceKey, parseToken(write.token), [['SET', write.key, write.value]], fenceKey);
 }
+
+/** Every key of {@link fencedHset}'s write (`fields` is the user's hash: its keys are free). */
+const FENCED_HSET_KEYS = keysOf<Parameters<typeof fencedHset>[1]>()([
+  'fenceKey',
+  'token',
+  'key',
+  'fields',
+]);
 
 /** `HSET key field value ...` under the fence. */
 export async function fencedHset(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; key: string; fields: Record<string, RedisArg> },
 ): Promise<void> {
-  checkObject('write', write, '{ fenceKey, token, key, fields }');
+  checkObject('write', write, '{ fenceKey, token, key, fields }', FENCED_HSET_KEYS);
   checkObject('write.fields', write.fields, '{ field: value, ... }');
   const pairs = Object.entries(write.fields).flat();
   if (pairs.length === 0) {
@@ -168,12 +187,15 @@ export async function fencedHset(
   await run(redis, fenceKey, parseToken(write.token), [['HSET', write.key, ...pairs]], fenceKey);
 }
 
+/** Every key of {@link fencedDel}'s write. */
+const FENCED_DEL_KEYS = keysOf<Parameters<typeof fencedDel>[1]>()(['fenceKey', 'token', 'keys']);
+
 /** `DEL key ...` under the fence. */
 export async function fencedDel(
   redis: RedisScripting,
   write: { fenceKey: string; token: TokenInput; keys: readonly [string, ...string[]] },
 ): Promise<void> {
-  checkObject('write', write, '{ fenceKey, token, keys }');
+  checkObject('write', write, '{ fenceKey, token, keys }', FENCED_DEL_KEYS);
   const fenceKey = checkResource(write.fenceKey);
   await run(redis, fenceKey, parseToken(write.token), [['DEL', ...write.keys]], fenceKey);
 }
@@ -267,6 +289,9 @@ export interface RedisStoreOptions {
   prefix?: string;
 }
 
+/** Every key of {@link RedisStoreOptions}. */
+const REDIS_STORE_OPTION_KEYS = keysOf<RedisStoreOptions>()(['prefix']);
+
 /**
  * A {@link FencedStore} of one value per resource: a hash `<prefix>{<resource>}:value` with fields
  * `value` and `token`, fenced by `<prefix>{<resource>}:fence`. The braces put both keys in one
@@ -276,7 +301,7 @@ export function redisStore(
   redis: RedisScripting & Pick<Redis, 'hmget' | 'get'>,
   options: RedisStoreOptions = {},
 ): FencedStore {
-  checkObject('options', options, '{ prefix? }');
+  checkObject('options', options, '{ prefix? }', REDIS_STORE_OPTION_KEYS);
   checkSafeClient(redis);
   const prefix = options.prefix ?? redisDefaults.prefix;
   if (typeof prefix !== 'string') {

@@ -17,6 +17,7 @@ import {
   checkSqlStoreOptions,
   checkWrite,
   checkResource,
+  keysOf,
   type Fence,
   type FencedStore,
   type SqlStoreOptions,
@@ -44,9 +45,12 @@ export interface FenceTableOptions {
   table?: string;
 }
 
+/** Every key of {@link FenceTableOptions}. */
+const FENCE_TABLE_OPTION_KEYS = keysOf<FenceTableOptions>()(['table']);
+
 /** DDL for the fence table {@link withFence} needs. STRICT so a token can only be an INTEGER. */
 export function fenceTableDDL(options: FenceTableOptions = {}): string {
-  checkObject('options', options, '{ table? }');
+  checkObject('options', options, '{ table? }', FENCE_TABLE_OPTION_KEYS);
   return sql.fenceTableDDL('sqlite', options.table ?? sqliteDefaults.fenceTable);
 }
 
@@ -101,6 +105,16 @@ export interface FencedRowWrite {
   resource?: string;
 }
 
+/** Every key of {@link FencedRowWrite} (`key` and `values` are the user's columns: free). */
+const FENCED_ROW_WRITE_KEYS = keysOf<FencedRowWrite>()([
+  'table',
+  'key',
+  'values',
+  'token',
+  'fenceColumn',
+  'resource',
+]);
+
 /**
  * Inserts the row, or updates it iff its fence column is NULL or <= the token, in one statement
  * (`INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE fence IS NULL OR fence <= CAST(? AS INTEGER)`).
@@ -109,6 +123,12 @@ export interface FencedRowWrite {
  * @throws StaleTokenError when the row holds a higher token.
  */
 export function upsertFencedRow(db: SqliteDatabase, write: FencedRowWrite): void {
+  checkObject(
+    'write',
+    write,
+    '{ table, key, values?, token, fenceColumn?, resource? }',
+    FENCED_ROW_WRITE_KEYS,
+  );
   const token = parseToken(write.token);
   const fenceColumn = write.fenceColumn ?? sqliteDefaults.fenceColumn;
   const statements = sql.fencedRowSQL('sqlite', {
@@ -134,6 +154,9 @@ export function upsertFencedRow(db: SqliteDatabase, write: FencedRowWrite): void
 /** `{ resource, token }` and the fence table. */
 export interface WithFenceOptions extends Fence, FenceTableOptions {}
 
+/** Every key of {@link WithFenceOptions}. */
+const WITH_FENCE_OPTION_KEYS = keysOf<WithFenceOptions>()(['resource', 'token', 'table']);
+
 /**
  * Runs `statements` in one `db.transaction` that first advances `resource`'s highest token in
  * the fence table iff `token` >= the stored one. The transaction starts IMMEDIATE (takes the
@@ -157,7 +180,10 @@ export function withFence<T>(
   options: WithFenceOptions,
   statements: (db: SqliteDatabase) => T,
 ): T {
-  const { resource, token } = checkFence(options);
+  const { resource, token } = checkFence(options, {
+    name: 'options',
+    allowed: WITH_FENCE_OPTION_KEYS,
+  });
   checkFunction('statements', statements);
   const table = options.table ?? sqliteDefaults.fenceTable;
   const fences = sql.fenceTableSQL('sqlite', table);
