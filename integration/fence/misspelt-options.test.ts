@@ -237,6 +237,41 @@ describeWith(await findPostgres(), 'fence PostgreSQL: misspelt options', (url) =
     });
   });
 
+  it('refuses before it takes a connection from the pool', async () => {
+    const fresh = pgPool(schema.url, 2);
+    try {
+      const calls = [
+        () =>
+          postgres.fencedQuery(fresh, { resource: 'job', token: 5n }, {
+            text: 'SELECT 1',
+            rowMode: 'array',
+          } as never),
+        () =>
+          postgres.fencedQuery(fresh, { resource: 'job', token: 5n, tabel: 'f' } as never, {
+            text: 'SELECT 1',
+          }),
+        () =>
+          postgres.withFence(fresh, { resource: 'job', token: 5n, tabel: 'f' } as never, () =>
+            Promise.resolve(),
+          ),
+        () =>
+          postgres.upsertFencedRow(fresh, {
+            table: 'accounts',
+            key: { id: 'a' },
+            values: { balance: 1 },
+            token: 5n,
+            fenceColum: 'version',
+          } as never),
+      ];
+      for (const call of calls) expect((await refusal(call)).class).toBe(true);
+      expect(fresh.totalCount, 'connections the refused calls took').toBe(0);
+    } finally {
+      // A connection taken and never released would keep end() waiting: only await a clean pool.
+      const ending = fresh.end();
+      if (fresh.totalCount === 0) await ending;
+    }
+  });
+
   it('spelt right, with every option, each call writes to the tables and column given', async () => {
     await postgres.withFence(
       pool,

@@ -153,6 +153,17 @@ describe('endpoints', () => {
     [['http://a:1', 'a:1'], /twice/],
     [['http://a:1', 'https://b:2'], /mix http and https/],
   ])('rejects %j', (v, pattern) => rejects(() => validateEndpoints(v), pattern));
+
+  it.each(['http://root:hunter2@host:2379', 'root:hunter2@host:2379', 'https://hunter2@host:1'])(
+    'refuses credentials in %j without repeating them',
+    (endpoint) => {
+      rejects(
+        () => validateEndpoints(endpoint),
+        /^endpoint "(https?:\/\/)?\*\*\*@host:\d+" carries/,
+      );
+      expect(() => validateEndpoints(endpoint)).not.toThrow(/hunter2/);
+    },
+  );
 });
 
 describe('names', () => {

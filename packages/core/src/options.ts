@@ -358,8 +358,10 @@ export function validateEndpoints(value: unknown): string[] {
 function parseEndpoint(raw: unknown): string {
   const allowed = 'an endpoint like "http://127.0.0.1:2379" or "127.0.0.1:2379"';
   if (typeof raw !== 'string' || raw.trim() === '') throw invalid('endpoint', allowed, raw);
+  // User info in the URL is refused below; it must not reach the message either (it is logged).
+  const shown = describe(raw.replace(/^((?:[a-z][\w+.-]*:\/\/)?)[^/?#]*@/i, '$1***@'));
   const bad = (why: string) =>
-    new InvalidArgumentError(`endpoint ${describe(raw)} ${why}; expected ${allowed}`);
+    new InvalidArgumentError(`endpoint ${shown} ${why}; expected ${allowed}`);
   const [, scheme = 'http', authority = '', rest] =
     /^(?:([a-z][\w+.-]*):\/\/)?([^/?#]*)(.*)$/i.exec(raw.trim())!;
   if (!/^https?$/i.test(scheme)) throw bad(`has scheme ${scheme}; only http and https are allowed`);

@@ -59,9 +59,10 @@ const tokenOf = (res: ITxnResponse) =>
     : revisionOf(res.responses[0]!.response_range.kvs[0]!);
 
 /**
- * The first-created of `kvs`, if any. Keys one txn created share a revision: the lower key comes
- * first, so the answer does not depend on the order `kvs` come in (a read's key order, or an
- * observer's order of events) and every reader names the same leader.
+ * The first-created of `kvs`, if any. Keys one txn created share a revision (only a foreign
+ * writer makes them): the lower key comes first, so the answer does not depend on the order `kvs`
+ * come in (a read's key order, an observer's order of events). `Queue.first()` asks etcd instead,
+ * as etcdctl and Go's `Election.Leader` do; etcd's sort leaves such ties in no fixed order.
  */
 export function firstOf(kvs: Iterable<IKeyValue>): IKeyValue | undefined {
   let first: IKeyValue | undefined;

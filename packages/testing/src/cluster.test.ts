@@ -69,6 +69,12 @@ describe('makeCluster', () => {
         message: expect.stringMatching(/^restore options must be an object/) as unknown,
       });
     }
+    // Misspelt, the token would be dropped and the rebuilt cluster keep the old identity.
+    await expect(cluster.restore('/s.db', { clustrToken: 'x' } as never)).rejects.toMatchObject({
+      code: 'ETCD_INVALID_OPTION',
+      message:
+        'restore options.clustrToken must be left out (not an option; allowed: clusterToken), got string',
+    });
     expect(events).toEqual([]);
     const restoring = cluster.restore('/s.db', { clusterToken: 'rebuilt-1' });
     finishRestore();

@@ -1,4 +1,5 @@
 import { EtcdHarnessError } from './errors.js';
+import { keysOf, kindOf, unknownKey } from './known-keys.js';
 import type {
   EtcdAuthOptions,
   EtcdProviderChoice,
@@ -11,7 +12,7 @@ export const DEFAULT_ETCD_IMAGE = 'quay.io/coreos/etcd:v3.4.23';
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
 const PROVIDERS: readonly string[] = ['external', 'container', 'binary', 'auto', 'local'];
-const OPTION_NAMES: readonly (keyof StartEtcdOptions)[] = [
+const OPTION_NAMES = keysOf<StartEtcdOptions>()([
   'members',
   'provider',
   'image',
@@ -21,24 +22,11 @@ const OPTION_NAMES: readonly (keyof StartEtcdOptions)[] = [
   'log',
   'tls',
   'auth',
-];
+]);
 
-/** A value's kind, never its content (it may be a password); the wording of core's messages. */
-const kindOf = (value: unknown): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-
-/**
- * Refuses a key of `value` not in `allowed`, in core's wording: a misspelt option (`membrs`)
- * must not silently start a cluster other than the one asked for.
- */
 function knownKeys(name: string, value: object, allowed: readonly string[]): void {
-  for (const key of Object.keys(value)) {
-    if (allowed.includes(key)) continue;
-    throw new EtcdHarnessError(
-      'ETCD_INVALID_OPTION',
-      `${name}.${key} must be left out (not an option; allowed: ${allowed.join(', ')}), got ${kindOf((value as Record<string, unknown>)[key])}`,
-    );
-  }
+  const message = unknownKey(name, value, allowed);
+  if (message) throw new EtcdHarnessError('ETCD_INVALID_OPTION', message);
 }
 
 export interface ResolvedEtcdOptions {
@@ -131,7 +119,7 @@ function resolveTls(tls: EtcdTlsOptions | undefined): EtcdTlsOptions | undefined
       `tls must be { certFile, keyFile, clientCaFile? } with non-empty file paths, got ${JSON.stringify(tls) ?? kindOf(tls)}`,
     );
   }
-  knownKeys('tls', tls, ['certFile', 'keyFile', 'clientCaFile']);
+  knownKeys('tls', tls, keysOf<EtcdTlsOptions>()(['certFile', 'keyFile', 'clientCaFile']));
   return { ...tls };
 }
 
@@ -153,7 +141,7 @@ function resolveAuth(auth: EtcdAuthOptions | undefined): EtcdAuthOptions | undef
           : `an object with ${Object.keys(auth).join(', ') || 'no keys'}`),
     );
   }
-  knownKeys('auth', auth, ['rootPassword', 'tokenTtlSeconds']);
+  knownKeys('auth', auth, keysOf<EtcdAuthOptions>()(['rootPassword', 'tokenTtlSeconds']));
   return { ...auth };
 }
 

@@ -147,6 +147,11 @@ describe('TcpFaultProxy', () => {
       await expect(TcpFaultProxy.start('127.0.0.1:2379' as never)).rejects.toThrow(
         /^TcpFaultProxy.start options must be an object/,
       );
+      await expect(
+        TcpFaultProxy.start({ target: '127.0.0.1:2379', listenPrt: 1 } as never),
+      ).rejects.toThrow(
+        /^TcpFaultProxy\.start options\.listenPrt must be left out \(not an option; allowed: target, listenPort\), got number$/,
+      );
     } finally {
       for (const socket of accepted) socket.destroy();
       await new Promise<void>((resolve) => other.close(() => resolve()));
@@ -166,6 +171,7 @@ describe('TcpFaultProxy', () => {
     expect(() => proxy.setMode('delay', { delayMS: 100 } as never)).toThrow(
       /^setMode options\.delayMS must be left out \(not an option; allowed: delayMs\), got number$/,
     );
+    expect(() => proxy.setMode('delay', { delayMS: null } as never)).toThrow(/, got null$/);
     expect(proxy.mode).toBe('pass');
   });
 

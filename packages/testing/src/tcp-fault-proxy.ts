@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { FaultMode, FaultPolicy } from './forwarder.js';
 import { ProxyConnection, resetSocket, type ProxyTarget } from './proxy-connection.js';
+import { keysOf, unknownKey } from './known-keys.js';
 
 export type { FaultMode } from './forwarder.js';
 
@@ -57,6 +58,12 @@ export class TcpFaultProxy implements AsyncDisposable {
         `TcpFaultProxy.start options must be an object such as { target: '127.0.0.1:2379' }, got ${JSON.stringify(options) ?? String(options)}`,
       );
     }
+    const unknown = unknownKey(
+      'TcpFaultProxy.start options',
+      options,
+      keysOf<TcpFaultProxyOptions>()(['target', 'listenPort']),
+    );
+    if (unknown) throw new TypeError(unknown);
     const target = parseTarget(options.target);
     // pauseOnConnect: no byte is read before the connection's forwarders apply the mode.
     const server = createServer({ allowHalfOpen: true, pauseOnConnect: true });
@@ -94,12 +101,8 @@ export class TcpFaultProxy implements AsyncDisposable {
         `setMode options must be an object such as { delayMs: 100 }, got ${JSON.stringify(options) ?? String(options)}`,
       );
     }
-    const unknown = Object.keys(options).find((key) => key !== 'delayMs');
-    if (unknown !== undefined) {
-      throw new TypeError(
-        `setMode options.${unknown} must be left out (not an option; allowed: delayMs), got ${typeof (options as Record<string, unknown>)[unknown]}`,
-      );
-    }
+    const unknown = unknownKey('setMode options', options, ['delayMs']);
+    if (unknown) throw new TypeError(unknown);
     const delayMs = options.delayMs ?? this.policy.delayMs;
     if (!Number.isFinite(delayMs) || delayMs < 0) {
       throw new TypeError(
