@@ -1,5 +1,5 @@
 import { EtcdHarnessError } from './errors.js';
-import { keysOf, unknownKey } from './known-keys.js';
+import { unknownKey } from './known-keys.js';
 import type { EtcdCluster, EtcdMember, EtcdProviderName, RestoreOptions } from './types.js';
 
 export interface ClusterParts {
@@ -67,11 +67,9 @@ function restoreToken(options: RestoreOptions): string | undefined {
       `restore options must be an object such as { clusterToken: 'rebuilt-1' }, got ${JSON.stringify(options) ?? String(options)}`,
     );
   }
-  const unknown = unknownKey(
-    'restore options',
-    options,
-    keysOf<RestoreOptions>()(['clusterToken']),
-  );
+  const unknown = unknownKey('restore options', options, [
+    'clusterToken',
+  ] satisfies (keyof RestoreOptions)[]);
   if (unknown) throw new EtcdHarnessError('ETCD_INVALID_OPTION', unknown);
   const { clusterToken } = options;
   if (

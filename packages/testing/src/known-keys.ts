@@ -8,20 +8,6 @@
 export const kindOf = (value: unknown): string =>
   value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 
-/** Keys of `T` that `Listed` leaves out: `unknown` when none, else a type to fail on. */
-type Unlisted<T, Listed> = [Exclude<keyof T, Listed>] extends [never]
-  ? unknown
-  : { 'every key must be listed, missing': Exclude<keyof T, Listed> };
-
-/**
- * Every key of `T`: `keysOf<X>()(['a', 'b'])` does not compile when the list names something
- * that is not a key of `X` or leaves one out, so an option added later cannot be refused.
- */
-export function keysOf<T extends object>() {
-  return <const K extends readonly (keyof T & string)[]>(keys: K & Unlisted<T, K[number]>): K =>
-    keys;
-}
-
 /**
  * The message for the first key of `value` that `allowed` does not list, if any: a misspelt
  * option (`membrs`) must not silently fall back to its default.

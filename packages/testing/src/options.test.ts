@@ -51,6 +51,23 @@ describe('resolveOptions', () => {
     expect(() => resolveOptions({ startupTimeoutMs: 0 }, {})).toThrow(/startupTimeoutMs/);
   });
 
+  it('takes every documented option, and every key of tls and auth, spelt right', () => {
+    const signal = new AbortController().signal;
+    const log = () => {};
+    const options: Required<StartEtcdOptions> = {
+      members: 3,
+      provider: 'local',
+      image: 'etcd:test',
+      binary: '/usr/bin/etcd',
+      startupTimeoutMs: 1_000,
+      signal,
+      log,
+      tls: { certFile: 'c.pem', keyFile: 'k.pem', clientCaFile: 'ca.pem' },
+      auth: { rootPassword: 'p', tokenTtlSeconds: 60 },
+    };
+    expect(resolveOptions(options, {})).toEqual({ ...options, provider: 'local' });
+  });
+
   it('refuses a misspelt option instead of starting a cluster other than the one asked for', () => {
     expect(() => resolveOptions({ membrs: 3 } as never, {})).toThrow(
       /^options\.membrs must be left out \(not an option; allowed: members, provider, .*\), got number$/,

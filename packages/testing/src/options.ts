@@ -1,5 +1,5 @@
 import { EtcdHarnessError } from './errors.js';
-import { keysOf, kindOf, unknownKey } from './known-keys.js';
+import { kindOf, unknownKey } from './known-keys.js';
 import type {
   EtcdAuthOptions,
   EtcdProviderChoice,
@@ -12,7 +12,7 @@ export const DEFAULT_ETCD_IMAGE = 'quay.io/coreos/etcd:v3.4.23';
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
 const PROVIDERS: readonly string[] = ['external', 'container', 'binary', 'auto', 'local'];
-const OPTION_NAMES = keysOf<StartEtcdOptions>()([
+const OPTION_NAMES: readonly (keyof StartEtcdOptions)[] = [
   'members',
   'provider',
   'image',
@@ -22,7 +22,7 @@ const OPTION_NAMES = keysOf<StartEtcdOptions>()([
   'log',
   'tls',
   'auth',
-]);
+];
 
 function knownKeys(name: string, value: object, allowed: readonly string[]): void {
   const message = unknownKey(name, value, allowed);
@@ -119,7 +119,7 @@ function resolveTls(tls: EtcdTlsOptions | undefined): EtcdTlsOptions | undefined
       `tls must be { certFile, keyFile, clientCaFile? } with non-empty file paths, got ${JSON.stringify(tls) ?? kindOf(tls)}`,
     );
   }
-  knownKeys('tls', tls, keysOf<EtcdTlsOptions>()(['certFile', 'keyFile', 'clientCaFile']));
+  knownKeys('tls', tls, ['certFile', 'keyFile', 'clientCaFile'] satisfies (keyof EtcdTlsOptions)[]);
   return { ...tls };
 }
 
@@ -141,7 +141,7 @@ function resolveAuth(auth: EtcdAuthOptions | undefined): EtcdAuthOptions | undef
           : `an object with ${Object.keys(auth).join(', ') || 'no keys'}`),
     );
   }
-  knownKeys('auth', auth, keysOf<EtcdAuthOptions>()(['rootPassword', 'tokenTtlSeconds']));
+  knownKeys('auth', auth, ['rootPassword', 'tokenTtlSeconds'] satisfies (keyof EtcdAuthOptions)[]);
   return { ...auth };
 }
 

@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { FaultMode, FaultPolicy } from './forwarder.js';
 import { ProxyConnection, resetSocket, type ProxyTarget } from './proxy-connection.js';
-import { keysOf, unknownKey } from './known-keys.js';
+import { unknownKey } from './known-keys.js';
 
 export type { FaultMode } from './forwarder.js';
 
@@ -58,11 +58,10 @@ export class TcpFaultProxy implements AsyncDisposable {
         `TcpFaultProxy.start options must be an object such as { target: '127.0.0.1:2379' }, got ${JSON.stringify(options) ?? String(options)}`,
       );
     }
-    const unknown = unknownKey(
-      'TcpFaultProxy.start options',
-      options,
-      keysOf<TcpFaultProxyOptions>()(['target', 'listenPort']),
-    );
+    const unknown = unknownKey('TcpFaultProxy.start options', options, [
+      'target',
+      'listenPort',
+    ] satisfies (keyof TcpFaultProxyOptions)[]);
     if (unknown) throw new TypeError(unknown);
     const target = parseTarget(options.target);
     // pauseOnConnect: no byte is read before the connection's forwarders apply the mode.
