@@ -142,6 +142,22 @@ describe('errors', () => {
     },
   );
 
+  it('never repeats credentials given in --endpoints, in its error or its --debug lines', async () => {
+    const port = await freePort();
+    const { code, stderr } = await runCli([
+      'inspect',
+      '--endpoints',
+      `http://127.0.0.1:${port}, http://root:hunter2@127.0.0.1:${port}`,
+      '--dial-timeout',
+      '300',
+      '--debug',
+    ]);
+    expect(code).not.toBe(0);
+    expect(stderr).toMatch(/carries credentials/);
+    expect(stderr).toMatch(/\*\*\*@127\.0\.0\.1/);
+    expect(stderr).not.toMatch(/hunter2/);
+  });
+
   it('--debug adds the stack trace and causes', async () => {
     const port = await freePort();
     const { code, stderr } = await runCli([

@@ -13,6 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { connect, defaults, type ConnectOptions, type Leasehold } from '@leasehold/core';
+import { redactEndpoint } from '@leasehold/core/internal';
 import { Option, type Command } from 'commander';
 import { usageError } from './exit-codes.js';
 import { parseDurationMs, parseGoDurationMs } from './parse.js';
@@ -259,7 +260,11 @@ export async function connectWith(
   extra: Partial<ConnectOptions> = {},
 ): Promise<Leasehold> {
   const options = { ...connectOptions(flags), ...extra };
-  const endpoints = [options.endpoints].flat().join(',');
+  // Before validation: an endpoint may still carry credentials, which the log must not repeat.
+  const endpoints = [options.endpoints]
+    .flat()
+    .map((e) => (typeof e === 'string' ? e.split(',').map(redactEndpoint).join(',') : String(e)))
+    .join(',');
   const dialMs = options.dialTimeoutMs ?? defaults.dialTimeoutMs;
   // Written as the dial starts (a pipe write is synchronous): when it began, for the operator.
   debugNote(`connecting to ${endpoints}, for at most ${dialMs} ms (--dial-timeout)`);

@@ -21,6 +21,7 @@ export {
   invalid,
   invalidSecret,
   LONE_SURROGATE,
+  redactEndpoint,
 } from './options.js';
 
 /**

@@ -355,17 +355,28 @@ export function validateEndpoints(value: unknown): string[] {
   return out;
 }
 
+/**
+ * An endpoint as messages and logs show it: without anything up to its last `@` (user info,
+ * even in a malformed URL) and without its query or fragment, which may hold credentials too.
+ */
+export function redactEndpoint(raw: string): string {
+  return raw
+    .trim()
+    .replace(/^((?:[a-z][\w+.-]*:)?\/\/)?[^]*@/i, '$1***@')
+    .replace(/[?#][^]*$/, '?…');
+}
+
 function parseEndpoint(raw: unknown): string {
   const allowed = 'an endpoint like "http://127.0.0.1:2379" or "127.0.0.1:2379"';
   if (typeof raw !== 'string' || raw.trim() === '') throw invalid('endpoint', allowed, raw);
-  // User info in the URL is refused below; it must not reach the message either (it is logged).
-  const shown = describe(raw.replace(/^((?:[a-z][\w+.-]*:\/\/)?)[^/?#]*@/i, '$1***@'));
+  const shown = describe(redactEndpoint(raw));
   const bad = (why: string) =>
     new InvalidArgumentError(`endpoint ${shown} ${why}; expected ${allowed}`);
   const [, scheme = 'http', authority = '', rest] =
     /^(?:([a-z][\w+.-]*):\/\/)?([^/?#]*)(.*)$/i.exec(raw.trim())!;
   if (!/^https?$/i.test(scheme)) throw bad(`has scheme ${scheme}; only http and https are allowed`);
-  if (authority.includes('@'))
+  // An unescaped '/', '?' or '#' in a password ends the authority early: look past it too.
+  if (authority.includes('@') || rest?.includes('@'))
     throw bad('carries credentials; pass them as the auth option instead');
   if (rest !== '' && rest !== '/')
     throw bad('has a path, query or fragment; etcd endpoints are scheme://host:port only');

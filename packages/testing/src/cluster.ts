@@ -78,7 +78,7 @@ function restoreToken(options: RestoreOptions): string | undefined {
   ) {
     throw new EtcdHarnessError(
       'ETCD_INVALID_OPTION',
-      `restore option clusterToken must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(clusterToken) ?? String(clusterToken)}`,
+      `restore options.clusterToken must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(clusterToken) ?? String(clusterToken)}`,
     );
   }
   return clusterToken;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ETCD_IMAGE, parseEndpoints, resolveOptions } from './options.js';
-import type { StartEtcdOptions } from './types.js';
+import type { EtcdAuthOptions, EtcdTlsOptions, StartEtcdOptions } from './types.js';
 
 describe('resolveOptions', () => {
   it('applies built-in defaults with an empty env', () => {
@@ -62,8 +62,12 @@ describe('resolveOptions', () => {
       startupTimeoutMs: 1_000,
       signal,
       log,
-      tls: { certFile: 'c.pem', keyFile: 'k.pem', clientCaFile: 'ca.pem' },
-      auth: { rootPassword: 'p', tokenTtlSeconds: 60 },
+      tls: {
+        certFile: 'c.pem',
+        keyFile: 'k.pem',
+        clientCaFile: 'ca.pem',
+      } satisfies Required<EtcdTlsOptions>,
+      auth: { rootPassword: 'p', tokenTtlSeconds: 60 } satisfies Required<EtcdAuthOptions>,
     };
     expect(resolveOptions(options, {})).toEqual({ ...options, provider: 'local' });
   });

@@ -1,6 +1,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseTarget, TcpFaultProxy } from './tcp-fault-proxy.js';
+import { freePort } from './free-port.js';
+import { parseTarget, TcpFaultProxy, type TcpFaultProxyOptions } from './tcp-fault-proxy.js';
 
 // A real echo server on loopback; the proxy sits between it and a plain TCP client.
 let echo: Server;
@@ -155,6 +156,17 @@ describe('TcpFaultProxy', () => {
     } finally {
       for (const socket of accepted) socket.destroy();
       await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  });
+
+  it('listens on listenPort when given one', async () => {
+    const listenPort = await freePort();
+    const options: Required<TcpFaultProxyOptions> = { target: `127.0.0.1:${echoPort}`, listenPort };
+    const second = await TcpFaultProxy.start(options);
+    try {
+      expect(second.port).toBe(listenPort);
+    } finally {
+      await second.close();
     }
   });
 
