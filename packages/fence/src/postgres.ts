@@ -89,14 +89,7 @@ export interface FencedRowWrite {
 }
 
 /** Every key of {@link FencedRowWrite} (`key` and `values` are the user's columns: free). */
-const FENCED_ROW_WRITE_KEYS = keysOf<FencedRowWrite>()([
-  'table',
-  'key',
-  'values',
-  'token',
-  'fenceColumn',
-  'resource',
-]);
+const FENCED_ROW_WRITE_KEYS = keysOf<FencedRowWrite>()(sql.FENCED_ROW_WRITE_KEYS);
 
 /**
  * Inserts the row, or updates it iff its fence column is NULL or <= the token, in one statement:

@@ -12,6 +12,19 @@
 import { InvalidArgumentError } from './errors.js';
 import { quoteIdentifier } from './identifier.js';
 
+/**
+ * The keys of a fenced row write, the same for PostgreSQL and SQLite; each backend checks the
+ * list against its own `FencedRowWrite` (`keysOf`), so neither can drift from it.
+ */
+export const FENCED_ROW_WRITE_KEYS = [
+  'table',
+  'key',
+  'values',
+  'token',
+  'fenceColumn',
+  'resource',
+] as const;
+
 export type Dialect = 'postgres' | 'sqlite';
 
 interface Spec {
