@@ -105,7 +105,7 @@ export class PeerNetwork {
   async #accept(route: PeerRoute, client: Socket, links: Set<Link>): Promise<void> {
     client.on('error', () => {});
     client.setNoDelay(true);
-    const from = await this.#dialler(client.remotePort).catch(() => undefined);
+    const from = await this.#dialler(client.remotePort, client.localPort).catch(() => undefined);
     if (client.destroyed) return;
     if (this.#blocked(from, route.name)) {
       client.resetAndDestroy();
@@ -128,10 +128,10 @@ export class PeerNetwork {
     client.resume();
   }
 
-  /** The member whose process owns the client end of a connection from `port`, if any. */
-  async #dialler(port: number | undefined): Promise<string | undefined> {
-    if (port === undefined) return undefined;
-    const inode = await socketInode(port);
+  /** The member whose process owns the client end of a connection from `port` to `to`, if any. */
+  async #dialler(port: number | undefined, to: number | undefined): Promise<string | undefined> {
+    if (port === undefined || to === undefined) return undefined;
+    const inode = await socketInode(port, to);
     if (inode === undefined) return undefined;
     for (const name of this.#servers.keys()) {
       const pid = this.pidOf(name);
@@ -149,13 +149,18 @@ function reset(link: Link, links: Set<Link>): void {
   link.upstream.resetAndDestroy();
 }
 
-/** The inode of the local TCP socket bound to 127.0.0.1:`port` (the dialling end). */
-async function socketInode(port: number): Promise<string | undefined> {
+/**
+ * The inode of the dialling end of the connection 127.0.0.1:`port` → 127.0.0.1:`to`. Matched on
+ * both ends: the local port alone also matches a closed connection of another process that used
+ * it before (TIME_WAIT, which has no owner: inode 0), and a busy host has many.
+ */
+async function socketInode(port: number, to: number): Promise<string | undefined> {
   const table = await readFile('/proc/net/tcp', 'utf8');
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const address = (p: number) => `0100007F:${p.toString(16).toUpperCase().padStart(4, '0')}`;
+  const [local, remote] = [address(port), address(to)];
   for (const row of table.split('\n').slice(1)) {
     const cols = row.trim().split(/\s+/);
-    if (cols[1] === local) return cols[9];
+    if (cols[1] === local && cols[2] === remote && cols[9] !== '0') return cols[9];
   }
   return undefined;
 }
