@@ -175,9 +175,11 @@ export function checkOptions<T extends object>(
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw invalid(name, what, options, as);
   }
-  const known: readonly string[] = [...allowed, ...hidden];
+  const listed: readonly string[] = allowed;
+  const accepted: readonly string[] = hidden;
   for (const key of Object.keys(options)) {
-    if (!known.includes(key)) {
+    // Every acquire and campaign checks its options: no array is built per call.
+    if (!listed.includes(key) && !accepted.includes(key)) {
       // Only the value's type: a misspelt `password` or `clientKey` must not put the secret in a
       // message that ends up in logs.
       const value = describeType((options as Record<string, unknown>)[key]);
